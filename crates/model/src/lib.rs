@@ -1,0 +1,27 @@
+//! Machine and workload descriptions for smtsched (DESIGN §3, §4): TOML schemas, validation with
+//! errors that name file, field and value, and the presets embedded in the binary.
+
+/// Embeds `<dir>/<name>.toml` from the repository root as a [`loader::Preset`].
+macro_rules! preset {
+    ($dir:literal, $name:literal) => {
+        $crate::loader::Preset {
+            name: $name,
+            file: concat!($dir, "/", $name, ".toml"),
+            text: include_str!(concat!("../../../", $dir, "/", $name, ".toml")),
+        }
+    };
+}
+
+pub mod cpulist;
+pub mod error;
+pub mod loader;
+pub mod machine;
+pub mod matrix;
+pub mod workload;
+
+pub use cpulist::CpuSet;
+pub use error::{ModelError, Origin};
+pub use loader::{Override, Preset, Source};
+pub use machine::*;
+pub use matrix::{PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT};
+pub use workload::*;

@@ -1,0 +1,157 @@
+//! Finding a description (embedded preset or user file), applying `--set key=value` overrides,
+//! and deserialising it with errors that say where.
+
+use crate::error::{ModelError, Origin};
+use serde::de::DeserializeOwned;
+use std::path::Path;
+
+/// A description embedded in the binary.
+#[derive(Clone, Copy, Debug)]
+pub struct Preset {
+    pub name: &'static str,
+    /// Repository path the text was embedded from (shown in errors and `show`).
+    pub file: &'static str,
+    pub text: &'static str,
+}
+
+/// The text of a description and where it came from.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub origin: Origin,
+    pub text: String,
+}
+
+/// Looks `name` up among the presets first, then as a file path.
+pub fn resolve(kind: &'static str, name: &str, presets: &[Preset]) -> Result<Source, ModelError> {
+    if let Some(p) = presets.iter().find(|p| p.name == name) {
+        return Ok(Source {
+            origin: Origin::Preset {
+                name: p.name.to_string(),
+                file: p.file,
+            },
+            text: p.text.to_string(),
+        });
+    }
+    let path = Path::new(name);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        return Ok(Source {
+            origin: Origin::File(path.to_path_buf()),
+            text,
+        });
+    }
+    let known = presets.iter().map(|p| p.name).collect::<Vec<_>>().join(", ");
+    Err(ModelError::Unknown {
+        kind,
+        name: name.to_string(),
+        known,
+    })
+}
+
+/// One `key.path=value` override; the value is read as a TOML value, or as a string if it is not one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Override {
+    pub path: Vec<String>,
+    pub value: toml::Value,
+    pub text: String,
+}
+
+impl std::str::FromStr for Override {
+    type Err = ModelError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let err = |reason: &str| ModelError::Override {
+            text: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let (key, raw) = text.split_once('=').ok_or_else(|| err("expected KEY=VALUE"))?;
+        let path: Vec<String> = key.trim().split('.').map(|s| s.trim().to_string()).collect();
+        if path.iter().any(|p| p.is_empty()) {
+            return Err(err("empty key component"));
+        }
+        let raw = raw.trim();
+        let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+        Ok(Override {
+            path,
+            value,
+            text: text.to_string(),
+        })
+    }
+}
+
+/// Parses `source` into `T`, applying `overrides` to the TOML document first. Overrides may only
+/// replace keys that exist (so a typo fails instead of being ignored).
+pub fn parse<T: DeserializeOwned>(source: &Source, overrides: &[Override]) -> Result<T, ModelError> {
+    if overrides.is_empty() {
+        return toml::from_str(&source.text)
+            .map_err(|e| ModelError::from_toml(&source.origin, &source.text, &e));
+    }
+    let mut table: toml::Table = toml::from_str(&source.text)
+        .map_err(|e| ModelError::from_toml(&source.origin, &source.text, &e))?;
+    for o in overrides {
+        apply(&mut table, o)?;
+    }
+    let text = toml::to_string(&table).map_err(|e| ModelError::Override {
+        text: overrides[0].text.clone(),
+        reason: e.to_string(),
+    })?;
+    toml::from_str(&text).map_err(|e| {
+        let origin = Origin::Inline(format!("{} (with overrides)", source.origin));
+        ModelError::from_toml(&origin, &text, &e)
+    })
+}
+
+fn apply(table: &mut toml::Table, o: &Override) -> Result<(), ModelError> {
+    let err = |reason: String| ModelError::Override {
+        text: o.text.clone(),
+        reason,
+    };
+    let (last, parents) = o.path.split_last().expect("override path is never empty");
+    let mut cur = table;
+    for (i, key) in parents.iter().enumerate() {
+        cur = match cur.get_mut(key) {
+            Some(toml::Value::Table(t)) => t,
+            Some(_) => return Err(err(format!("{} is not a table", o.path[..=i].join(".")))),
+            None => return Err(err(format!("no key {}", o.path[..=i].join(".")))),
+        };
+    }
+    match cur.get_mut(last) {
+        Some(slot) => {
+            *slot = o.value.clone();
+            Ok(())
+        }
+        None => Err(err(format!("no key {}", o.path.join(".")))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn override_values_are_typed() {
+        let o: Override = "cache.L2.size_bytes=98304".parse().unwrap();
+        assert_eq!(o.path, vec!["cache", "L2", "size_bytes"]);
+        assert_eq!(o.value, toml::Value::Integer(98304));
+        let s: Override = "name=fast one".parse().unwrap();
+        assert_eq!(s.value, toml::Value::String("fast one".into()));
+        assert!("novalue".parse::<Override>().is_err());
+    }
+
+    #[test]
+    fn override_of_missing_key_fails() {
+        let src = Source {
+            origin: Origin::Inline("t".into()),
+            text: "[a]\nb = 1\n".into(),
+        };
+        let ok: toml::Table = parse(&src, &["a.b=2".parse().unwrap()]).unwrap();
+        assert_eq!(ok["a"]["b"].as_integer(), Some(2));
+        let bad = parse::<toml::Table>(&src, &["a.c=2".parse().unwrap()]).unwrap_err();
+        assert!(bad.to_string().contains("no key a.c"), "{bad}");
+    }
+}

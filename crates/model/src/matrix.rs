@@ -1,0 +1,151 @@
+//! The performance-ratio matrix: what `smtsched matrix` computes in simulation and
+//! `smtsched measure pairs` measures on a real machine, and what the OS simulator's oracle reads.
+//! One file format for both worlds.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Identifies the file format.
+pub const PR_MATRIX_FORMAT: &str = "smtsched-pr-matrix/1";
+
+/// How the two threads of a pair were placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// The two hardware threads of one core (SMT).
+    Siblings,
+    /// Two separate cores, on separate packages where there are several (SMP).
+    Cores,
+    /// Both on one logical CPU, time-sliced with a quantum.
+    Timeshare,
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Placement::Siblings => "siblings",
+            Placement::Cores => "cores",
+            Placement::Timeshare => "timeshare",
+        })
+    }
+}
+
+impl std::str::FromStr for Placement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "siblings" | "smt" => Ok(Placement::Siblings),
+            "cores" | "smp" => Ok(Placement::Cores),
+            "timeshare" | "rr" => Ok(Placement::Timeshare),
+            other => Err(format!("unknown placement {other:?} (expected siblings, cores or timeshare)")),
+        }
+    }
+}
+
+/// A workload's run alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SoloRecord {
+    pub workload: String,
+    /// Instructions per cycle alone (simulated), or runs per second (measured; see `unit`).
+    pub rate: f64,
+    /// Counters over the measured window, by name (absent where the machine cannot count).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, f64>,
+}
+
+/// One co-run of two workloads: both performance ratios.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairRecord {
+    /// Indices into `workloads`; `a <= b`. `a == b` is a workload against a copy of itself.
+    pub a: usize,
+    pub b: usize,
+    pub pr_a: f64,
+    pub pr_b: f64,
+    /// Counters of each side over its measured window.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters_a: BTreeMap<String, f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters_b: BTreeMap<String, f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrMatrix {
+    pub format: String,
+    /// `simulated` or `measured`.
+    pub source: String,
+    pub machine: String,
+    pub placement: Placement,
+    /// Free-form settings (seed, window, quantum…), for the record.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    pub workloads: Vec<String>,
+    pub solo: Vec<SoloRecord>,
+    pub pairs: Vec<PairRecord>,
+}
+
+/// Why a matrix file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl PrMatrix {
+    /// PR of `subject` running with `background` (the thesis's (row, column) cell).
+    pub fn pr(&self, subject: usize, background: usize) -> Option<f64> {
+        self.pairs.iter().find_map(|p| {
+            if p.a == subject && p.b == background {
+                Some(p.pr_a)
+            } else if p.b == subject && p.a == background {
+                Some(p.pr_b)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// The full subject × background grid (`None` where a pair was not run).
+    pub fn grid(&self) -> Vec<Vec<Option<f64>>> {
+        let n = self.workloads.len();
+        let mut g = vec![vec![None; n]; n];
+        for p in &self.pairs {
+            g[p.a][p.b] = Some(p.pr_a);
+            if p.a != p.b {
+                g[p.b][p.a] = Some(p.pr_b);
+            }
+        }
+        g
+    }
+
+    pub fn index_of(&self, workload: &str) -> Option<usize> {
+        self.workloads.iter().position(|w| w == workload)
+    }
+
+    /// Checks indices, finiteness and the format tag.
+    pub fn validate(&self) -> Result<(), MatrixError> {
+        let bad = |m: String| Err(MatrixError::Invalid(m));
+        if self.format != PR_MATRIX_FORMAT {
+            return bad(format!("format = {:?}: expected {PR_MATRIX_FORMAT:?}", self.format));
+        }
+        let n = self.workloads.len();
+        if n == 0 {
+            return bad("workloads = []: the matrix names no workloads".into());
+        }
+        for (i, p) in self.pairs.iter().enumerate() {
+            if p.a >= n || p.b >= n || p.a > p.b {
+                return bad(format!("pairs[{i}]: indices ({}, {}) out of range for {n} workloads or not ordered", p.a, p.b));
+            }
+            for (k, v) in [("pr_a", p.pr_a), ("pr_b", p.pr_b)] {
+                if !v.is_finite() || v < 0.0 {
+                    return bad(format!("pairs[{i}].{k} = {v}: must be a finite non-negative ratio"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Converts named counters to the map stored in matrix files.
+pub fn counter_map<'a>(names: impl IntoIterator<Item = (&'a str, f64)>) -> BTreeMap<String, f64> {
+    names.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}

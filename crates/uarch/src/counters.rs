@@ -1,0 +1,130 @@
+//! Per-thread event counters, the simulator's equivalent of a PMU. Windows are differences of
+//! snapshots (`end - start`), so warm-up is cut off by structure.
+
+use serde::{Deserialize, Serialize};
+use std::ops::{Add, Sub};
+
+macro_rules! counters {
+    ($($(#[$doc:meta])* $field:ident),* $(,)?) => {
+        /// Events of one thread. Cache fields follow the level numbers of the machine description:
+        /// `l1i` is the level-1 instruction cache (the trace cache on a Pentium 4), `l2`/`l3` the
+        /// unified levels.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+        pub struct ThreadCounters {
+            /// Cycles, fractional: the interval-style core advances time in fractions of a cycle.
+            pub cycles: f64,
+            $($(#[$doc])* pub $field: u64,)*
+        }
+
+        impl Sub for ThreadCounters {
+            type Output = Self;
+            fn sub(self, o: Self) -> Self {
+                ThreadCounters { cycles: self.cycles - o.cycles, $($field: self.$field - o.$field,)* }
+            }
+        }
+
+        impl Add for ThreadCounters {
+            type Output = Self;
+            fn add(self, o: Self) -> Self {
+                ThreadCounters { cycles: self.cycles + o.cycles, $($field: self.$field + o.$field,)* }
+            }
+        }
+
+        impl ThreadCounters {
+            /// Names of the integer counters, in declaration order (for CSV headers and features).
+            pub const EVENT_NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
+
+            /// Integer counters in declaration order.
+            pub fn events(&self) -> Vec<u64> {
+                vec![$(self.$field),*]
+            }
+
+            /// Every counter by name, cycles first.
+            pub fn named(&self) -> Vec<(&'static str, f64)> {
+                vec![("cycles", self.cycles), $((stringify!($field), self.$field as f64)),*]
+            }
+        }
+    };
+}
+
+counters! {
+    /// Retired instructions.
+    instructions,
+    /// Retired micro-operations.
+    uops,
+    /// Loads.
+    loads,
+    /// Stores.
+    stores,
+    /// Conditional branches.
+    branches,
+    /// Mispredicted branches.
+    branch_mispredicts,
+    /// Floating-point operations.
+    fp_ops,
+    /// Level-1 instruction (trace) cache lookups.
+    l1i_accesses,
+    /// Level-1 instruction (trace) cache misses.
+    l1i_misses,
+    /// Level-1 data cache accesses.
+    l1d_accesses,
+    /// Level-1 data cache misses.
+    l1d_misses,
+    /// Level-2 accesses (from either level-1 cache).
+    l2_accesses,
+    /// Level-2 misses.
+    l2_misses,
+    /// Level-3 accesses.
+    l3_accesses,
+    /// Level-3 misses.
+    l3_misses,
+    /// Cycles the thread could not dispatch because of a memory stall, a fetch miss or a branch
+    /// redirect.
+    stall_cycles,
+}
+
+impl ThreadCounters {
+    pub fn ipc(&self) -> f64 {
+        if self.cycles > 0.0 {
+            self.instructions as f64 / self.cycles
+        } else {
+            0.0
+        }
+    }
+
+    /// Records an access that went `depth` levels deep along a path whose levels are `levels`
+    /// (`depth == levels.len()` means memory).
+    #[inline]
+    pub fn record_path(&mut self, fetch: bool, levels: &[u8], depth: usize) {
+        for (i, &lvl) in levels.iter().enumerate().take(depth + 1) {
+            let missed = i < depth;
+            let (acc, miss) = match (lvl, fetch) {
+                (1, true) => (&mut self.l1i_accesses, &mut self.l1i_misses),
+                (1, false) => (&mut self.l1d_accesses, &mut self.l1d_misses),
+                (2, _) => (&mut self.l2_accesses, &mut self.l2_misses),
+                _ => (&mut self.l3_accesses, &mut self.l3_misses),
+            };
+            *acc += 1;
+            if missed {
+                *miss += 1;
+            }
+        }
+    }
+
+    /// Miss ratio of the level-1 data cache.
+    pub fn l1d_miss_ratio(&self) -> f64 {
+        ratio(self.l1d_misses, self.l1d_accesses)
+    }
+
+    pub fn l2_miss_ratio(&self) -> f64 {
+        ratio(self.l2_misses, self.l2_accesses)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}

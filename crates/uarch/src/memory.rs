@@ -1,0 +1,475 @@
+//! The memory side of the machine: cache instances shared according to the topology, and the
+//! memory path with latency plus bandwidth contention.
+
+use crate::cache::{Cache, Eviction};
+use smtsched_model::{CacheContents, MachineModel, Scope};
+
+/// Bits above which an address-space tag is placed (simulated addresses stay below 2^52).
+const SPACE_SHIFT: u32 = 52;
+/// Bit above which a hardware-thread tag is placed in thread-tagged caches' line numbers.
+const THREAD_TAG_SHIFT: u32 = 57;
+
+/// Who is accessing: the simulator's slot for the software thread (for statistics and
+/// thread-tagged caches) and the address spaces of its data and code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Requester {
+    pub slot: u8,
+    pub cpu: u32,
+    /// Data address space (one per process).
+    pub data_space: u32,
+    /// Code address space (shared by copies of one program, as text pages are).
+    pub code_space: u32,
+}
+
+/// A shared memory path: a bus that carries one transfer at a time. Requests may arrive slightly
+/// out of time order (cores run a few cycles apart; a dependent load issues when its address is
+/// known), so the bus keeps a calendar of busy intervals and gives each transfer the first gap at
+/// or after its request time.
+#[derive(Clone, Debug)]
+struct Bus {
+    /// Busy intervals (start, end), sorted, non-overlapping; adjacent ones are merged.
+    busy: std::collections::VecDeque<(f64, f64)>,
+    cycles_per_byte: f64,
+    busy_cycles: f64,
+}
+
+/// Intervals ending this long before a request are forgotten (requests never arrive that late).
+const BUS_HISTORY_CYCLES: f64 = 50_000.0;
+
+impl Bus {
+    /// Whether nothing is using or booked on the bus at `now`.
+    fn idle_at(&self, now: f64) -> bool {
+        !self.busy.iter().any(|&(a, b)| a <= now && now < b)
+    }
+
+    /// Books a transfer of `bytes` requested at `now`; returns when the transfer starts.
+    fn transfer(&mut self, now: f64, bytes: u32) -> f64 {
+        let occupancy = bytes as f64 * self.cycles_per_byte;
+        self.busy_cycles += occupancy;
+        while self.busy.front().is_some_and(|&(_, end)| end < now - BUS_HISTORY_CYCLES) {
+            self.busy.pop_front();
+        }
+        let mut start = now;
+        for &(a, b) in &self.busy {
+            if b <= start {
+                continue;
+            }
+            if a >= start + occupancy {
+                break;
+            }
+            start = b;
+        }
+        let end = start + occupancy;
+        // [start, end) is free: every interval starting before `end` ends by `start`.
+        let pos = self.busy.partition_point(|&(a, _)| a < end);
+        let merge_prev = pos > 0 && self.busy[pos - 1].1 >= start;
+        let merge_next = pos < self.busy.len() && self.busy[pos].0 <= end;
+        match (merge_prev, merge_next) {
+            (true, true) => {
+                self.busy[pos - 1].1 = self.busy[pos].1;
+                self.busy.remove(pos);
+            }
+            (true, false) => self.busy[pos - 1].1 = end,
+            (false, true) => self.busy[pos].0 = start,
+            (false, false) => self.busy.insert(pos, (start, end)),
+        }
+        start
+    }
+}
+
+/// A stream being followed by a prefetcher.
+#[derive(Clone, Copy, Debug)]
+struct Stream {
+    /// The line a demand access is expected at next.
+    next: u64,
+    /// Lines up to (not including) this one have been prefetched.
+    ahead: u64,
+    confirmed: bool,
+    last_use: u64,
+}
+
+/// The stream prefetcher of one cache instance, with the arrival times of the lines it is
+/// bringing in.
+#[derive(Clone, Debug)]
+struct Prefetcher {
+    streams: Vec<Stream>,
+    capacity: usize,
+    distance_lines: u64,
+    clock: u64,
+    /// Recently prefetched lines and when they arrive (a small ring; older entries have arrived).
+    inflight: Vec<(u64, f64)>,
+    inflight_next: usize,
+}
+
+const INFLIGHT_ENTRIES: usize = 64;
+
+impl Prefetcher {
+    /// A demand access to `line` that missed or hit; returns the lines to prefetch.
+    fn observe(&mut self, line: u64, missed: bool, out: &mut Vec<u64>) {
+        self.clock += 1;
+        // Lines of one 128-byte sector pair count as in sequence too.
+        if let Some(s) = self.streams.iter_mut().find(|s| line >= s.next.saturating_sub(1) && line <= s.next + 1) {
+            s.next = line + 1;
+            s.last_use = self.clock;
+            s.confirmed = true;
+            let target = line + 1 + self.distance_lines;
+            let from = s.ahead.max(line + 1);
+            out.extend(from..target);
+            s.ahead = s.ahead.max(target);
+            return;
+        }
+        if !missed {
+            return;
+        }
+        let stream = Stream { next: line + 1, ahead: line + 1, confirmed: false, last_use: self.clock };
+        if self.streams.len() < self.capacity {
+            self.streams.push(stream);
+        } else if let Some(victim) = self.streams.iter_mut().min_by_key(|s| (s.confirmed, s.last_use)) {
+            *victim = stream;
+        }
+    }
+
+    fn arrival(&self, line: u64) -> Option<f64> {
+        self.inflight.iter().find(|&&(l, _)| l == line).map(|&(_, t)| t)
+    }
+
+    fn record(&mut self, line: u64, ready: f64) {
+        if self.inflight.len() < INFLIGHT_ENTRIES {
+            self.inflight.push((line, ready));
+        } else {
+            self.inflight[self.inflight_next] = (line, ready);
+            self.inflight_next = (self.inflight_next + 1) % INFLIGHT_ENTRIES;
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Level {
+    /// The level number from the machine description (1, 2, 3).
+    level: u8,
+    latency: f64,
+    line_shift: u32,
+    line_bytes: u32,
+    thread_tagged: bool,
+    fill_adjacent: bool,
+}
+
+/// What a lookup found: how deep it went, and, for a line a prefetch is still bringing in, when
+/// it arrives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Lookup {
+    /// Position in the access path that hit; equal to the path length for memory.
+    pub depth: usize,
+    /// The data cannot be ready before this cycle (0 when nothing is in flight).
+    pub not_before: f64,
+}
+
+impl Lookup {
+    /// The depth a performance counter would report at time `now`: a hit on a line that is still
+    /// arriving counts as a miss at that level.
+    pub fn counted_depth(&self, now: f64) -> usize {
+        if self.not_before > now {
+            self.depth + 1
+        } else {
+            self.depth
+        }
+    }
+}
+
+/// All caches and memory paths of one simulated machine.
+#[derive(Clone, Debug)]
+pub struct MemorySystem {
+    caches: Vec<Cache>,
+    levels: Vec<Level>,
+    /// Per cache instance, its prefetcher if it has one.
+    prefetchers: Vec<Option<Prefetcher>>,
+    scratch: Vec<u64>,
+    buses: Vec<Bus>,
+    /// Per logical CPU: cache instances for instruction fetch and for data, in lookup order.
+    fetch_path: Vec<Vec<usize>>,
+    data_path: Vec<Vec<usize>>,
+    bus_of_cpu: Vec<usize>,
+    memory_latency: f64,
+}
+
+fn instance(m: &MachineModel, scope: Scope, cpu: u32) -> usize {
+    let loc = m.cpu_location(cpu).expect("cpu inside the machine");
+    match scope {
+        Scope::Core => loc.core as usize,
+        Scope::Package => loc.package as usize,
+        Scope::Machine => 0,
+    }
+}
+
+fn instances(m: &MachineModel, scope: Scope) -> usize {
+    match scope {
+        Scope::Core => m.cores() as usize,
+        Scope::Package => m.topology.packages as usize,
+        Scope::Machine => 1,
+    }
+}
+
+impl MemorySystem {
+    /// Builds the caches and buses of `machine` for `slots` software threads.
+    pub fn new(machine: &MachineModel, slots: usize) -> Self {
+        let mut caches = Vec::new();
+        let mut levels = Vec::new();
+        let mut prefetchers = Vec::new();
+        // First instance index of each named cache.
+        let mut first_of = std::collections::BTreeMap::new();
+        for (name, spec) in &machine.cache {
+            first_of.insert(name.as_str(), caches.len());
+            for _ in 0..instances(machine, spec.shared_by) {
+                caches.push(Cache::new(spec, slots));
+                levels.push(Level {
+                    level: spec.level,
+                    latency: spec.latency_cycles as f64,
+                    line_shift: spec.line_bytes.trailing_zeros(),
+                    line_bytes: spec.line_bytes,
+                    thread_tagged: spec.thread_tagged,
+                    fill_adjacent: spec.fill_adjacent_line,
+                });
+                prefetchers.push(spec.prefetch.as_ref().map(|p| Prefetcher {
+                    streams: Vec::new(),
+                    capacity: p.streams as usize,
+                    distance_lines: (p.distance_bytes / spec.line_bytes) as u64,
+                    clock: 0,
+                    inflight: Vec::new(),
+                    inflight_next: 0,
+                }));
+            }
+        }
+        let cpus = machine.logical_cpus();
+        let path_for = |contents: CacheContents, cpu: u32| -> Vec<usize> {
+            machine
+                .cache_path(contents)
+                .into_iter()
+                .map(|(name, spec)| first_of[name] + instance(machine, spec.shared_by, cpu))
+                .collect()
+        };
+        let fetch_path = (0..cpus).map(|c| path_for(CacheContents::Instructions, c)).collect();
+        let data_path = (0..cpus).map(|c| path_for(CacheContents::Data, c)).collect();
+        let mem = &machine.memory;
+        let buses = (0..instances(machine, mem.shared_by))
+            .map(|_| Bus {
+                busy: Default::default(),
+                cycles_per_byte: 1.0 / mem.bus_bytes_per_cycle,
+                busy_cycles: 0.0,
+            })
+            .collect();
+        let bus_of_cpu = (0..cpus).map(|c| instance(machine, mem.shared_by, c)).collect();
+        MemorySystem {
+            caches,
+            levels,
+            prefetchers,
+            scratch: Vec::new(),
+            buses,
+            fetch_path,
+            data_path,
+            bus_of_cpu,
+            memory_latency: mem.latency_cycles as f64,
+        }
+    }
+
+    /// Level numbers (1, 2, 3…) along the data path of `cpu`.
+    pub fn data_levels(&self, cpu: u32) -> Vec<u8> {
+        self.data_path[cpu as usize].iter().map(|&i| self.levels[i].level).collect()
+    }
+
+    pub fn fetch_levels(&self, cpu: u32) -> Vec<u8> {
+        self.fetch_path[cpu as usize].iter().map(|&i| self.levels[i].level).collect()
+    }
+
+    /// Line size of the first cache on the fetch path (fetch blocks are looked up once per line).
+    pub fn fetch_line_shift(&self, cpu: u32) -> u32 {
+        self.levels[self.fetch_path[cpu as usize][0]].line_shift
+    }
+
+    /// Looks up the instruction line holding `pc`; returns how deep the access went (0 = hit in
+    /// the first level, path length = memory). Use [`MemorySystem::ready_time`] for its timing.
+    #[inline]
+    pub fn fetch(&mut self, who: Requester, pc: u64, now: f64) -> Lookup {
+        let addr = ((who.code_space as u64) << SPACE_SHIFT) | pc;
+        self.lookup(true, who, addr, false, now)
+    }
+
+    /// Looks up a load or store of `addr`; returns how deep the access went.
+    #[inline]
+    pub fn data(&mut self, who: Requester, addr: u64, write: bool, now: f64) -> Lookup {
+        let addr = ((who.data_space as u64) << SPACE_SHIFT) | addr;
+        self.lookup(false, who, addr, write, now)
+    }
+
+    #[inline]
+    fn line_of(&self, idx: usize, addr: u64, slot: u8) -> u64 {
+        let l = &self.levels[idx];
+        let mut line = addr >> l.line_shift;
+        if l.thread_tagged {
+            line ^= ((slot as u64) + 1) << THREAD_TAG_SHIFT;
+        }
+        line
+    }
+
+    #[inline]
+    fn path(&self, fetch: bool, cpu: usize) -> &[usize] {
+        if fetch {
+            &self.fetch_path[cpu]
+        } else {
+            &self.data_path[cpu]
+        }
+    }
+
+    fn lookup(&mut self, fetch: bool, who: Requester, addr: u64, write: bool, now: f64) -> Lookup {
+        let cpu = who.cpu as usize;
+        let path_len = self.path(fetch, cpu).len();
+        for d in 0..path_len {
+            let idx = self.path(fetch, cpu)[d];
+            let line = self.line_of(idx, addr, who.slot);
+            // Only the first level sees the write; lower levels are filled clean and dirtied by
+            // write-backs.
+            let (hit, evicted) = self.caches[idx].access(line, who.slot, write && d == 0);
+            if let Some(ev) = evicted {
+                self.write_back(fetch, cpu, d, ev, now);
+            }
+            let mut not_before = 0.0;
+            if !fetch && self.prefetchers[idx].is_some() {
+                if hit {
+                    not_before = self.prefetchers[idx].as_ref().and_then(|p| p.arrival(line)).unwrap_or(0.0);
+                }
+                self.prefetch(idx, cpu, line, !hit, who.slot, now);
+            }
+            if hit {
+                return Lookup { depth: d, not_before };
+            }
+            if self.levels[idx].fill_adjacent {
+                if let Some(ev) = self.caches[idx].fill(line ^ 1, who.slot, false) {
+                    self.write_back(fetch, cpu, d, ev, now);
+                }
+            }
+        }
+        Lookup { depth: path_len, not_before: 0.0 }
+    }
+
+    /// Lets the prefetcher of cache `idx` see a demand access and issue what it wants.
+    fn prefetch(&mut self, idx: usize, cpu: usize, line: u64, missed: bool, slot: u8, now: f64) {
+        let mut wanted = std::mem::take(&mut self.scratch);
+        wanted.clear();
+        if let Some(p) = self.prefetchers[idx].as_mut() {
+            p.observe(line, missed, &mut wanted);
+        }
+        for &l in &wanted {
+            if self.caches[idx].probe(l) {
+                continue;
+            }
+            // Prefetches only use an idle memory path; demand requests never queue behind a
+            // backlog of them.
+            if !self.buses[self.bus_of_cpu[cpu]].idle_at(now) {
+                break;
+            }
+            if let Some(ev) = self.caches[idx].fill(l, slot, false) {
+                let depth = self.data_path[cpu].iter().position(|&i| i == idx).unwrap_or(0);
+                self.write_back(false, cpu, depth, ev, now);
+            }
+            let bytes = self.levels[idx].line_bytes;
+            let start = self.buses[self.bus_of_cpu[cpu]].transfer(now, bytes);
+            let ready = start + self.memory_latency;
+            if let Some(p) = self.prefetchers[idx].as_mut() {
+                p.record(l, ready);
+            }
+        }
+        self.scratch = wanted;
+    }
+
+    /// When the data of an access that went `depth` deep, issued at `issue`, is available. An
+    /// access that reaches memory books the memory path.
+    #[inline]
+    pub fn ready_time(&mut self, cpu: u32, fetch: bool, found: Lookup, issue: f64) -> f64 {
+        let path = self.path(fetch, cpu as usize);
+        let depth = found.depth;
+        if depth == 0 {
+            return issue.max(found.not_before);
+        }
+        if depth < path.len() {
+            return (issue + self.levels[path[depth]].latency).max(found.not_before);
+        }
+        let lvl = &self.levels[*path.last().expect("non-empty path")];
+        let bytes = lvl.line_bytes * if lvl.fill_adjacent { 2 } else { 1 };
+        let start = self.buses[self.bus_of_cpu[cpu as usize]].transfer(issue, bytes);
+        start + self.memory_latency
+    }
+
+    /// A dirty line left level `depth`: it is written into the next level, or over the bus.
+    fn write_back(&mut self, fetch: bool, cpu: usize, depth: usize, ev: Eviction, now: f64) {
+        if !ev.dirty {
+            return;
+        }
+        let path = self.path(fetch, cpu);
+        let from = path[depth];
+        match path.get(depth + 1).copied() {
+            Some(next) => {
+                // Re-express the evicted line in the next level's line size.
+                let shift_from = self.levels[from].line_shift;
+                let mut addr = ev.line << shift_from;
+                if self.levels[from].thread_tagged {
+                    addr &= (1u64 << (THREAD_TAG_SHIFT + shift_from)) - 1;
+                }
+                let line = self.line_of(next, addr, ev.owner);
+                if let Some(ev2) = self.caches[next].fill(line, ev.owner, true) {
+                    self.write_back(fetch, cpu, depth + 1, ev2, now);
+                }
+            }
+            None => {
+                let bytes = self.levels[from].line_bytes;
+                self.buses[self.bus_of_cpu[cpu]].transfer(now, bytes);
+            }
+        }
+    }
+
+    pub fn cache(&self, index: usize) -> &Cache {
+        &self.caches[index]
+    }
+
+    /// Cache instance indices on the data path of `cpu`.
+    pub fn data_path(&self, cpu: u32) -> &[usize] {
+        &self.data_path[cpu as usize]
+    }
+
+    pub fn fetch_path(&self, cpu: u32) -> &[usize] {
+        &self.fetch_path[cpu as usize]
+    }
+
+    /// Cycles the memory path serving `cpu` has been busy so far.
+    pub fn bus_busy_cycles(&self, cpu: u32) -> f64 {
+        self.buses[self.bus_of_cpu[cpu as usize]].busy_cycles
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bus() -> Bus {
+        Bus { busy: Default::default(), cycles_per_byte: 1.0, busy_cycles: 0.0 }
+    }
+
+    #[test]
+    fn transfers_queue_first_come_first_served() {
+        let mut b = bus();
+        assert_eq!(b.transfer(0.0, 10), 0.0);
+        assert_eq!(b.transfer(0.0, 10), 10.0);
+        assert_eq!(b.transfer(5.0, 10), 20.0);
+        assert_eq!(b.busy.len(), 1, "adjacent transfers merge: {:?}", b.busy);
+    }
+
+    #[test]
+    fn an_earlier_request_uses_a_gap_before_a_booked_future_transfer() {
+        let mut b = bus();
+        // A dependent load books the bus at t=1000.
+        assert_eq!(b.transfer(1000.0, 10), 1000.0);
+        // A request at t=0 must not wait behind it.
+        assert_eq!(b.transfer(0.0, 10), 0.0);
+        // One that does not fit before t=1000 goes after it.
+        assert_eq!(b.transfer(995.0, 10), 1010.0);
+        assert_eq!(b.busy_cycles, 30.0);
+    }
+}

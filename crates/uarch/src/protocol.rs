@@ -1,0 +1,233 @@
+//! The co-run measurement protocol of the thesis §3.3.1, in simulation: solo baselines, pairs on
+//! sibling threads, separate cores or one time-shared CPU, and the pairwise PR matrix.
+
+use crate::engine::{PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window};
+use crate::rng::{derive_seed, mix64};
+use crate::stream::SyntheticStream;
+use crate::ThreadCounters;
+use rayon::prelude::*;
+use smtsched_model::matrix::counter_map;
+use smtsched_model::{MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, WorkloadProfile, PR_MATRIX_FORMAT};
+use std::collections::BTreeMap;
+
+/// How every run is measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Protocol {
+    /// The one seed every stream derives from.
+    pub seed: u64,
+    /// Instructions each thread runs before its window (cache warm-up).
+    pub warmup_instructions: u64,
+    /// Instructions in each thread's measured window.
+    pub measure_instructions: u64,
+    /// Time slice for threads sharing a logical CPU.
+    pub quantum_cycles: u64,
+    /// Time-shared runs measure this many rounds (each thread runs one quantum per round) after
+    /// one warm-up round.
+    pub timeshare_rounds: u32,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ProtocolError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error("placement {placement} is not available on machine {machine}: {reason}")]
+    Unavailable { placement: Placement, machine: String, reason: String },
+}
+
+/// The stream of copy `copy` of `profile`: copies get their own seeds and a staggered start
+/// somewhere in the profile's phase cycle, as the thesis's random start delay did.
+pub fn stream_for(profile: &WorkloadProfile, seed: u64, copy: u32) -> SyntheticStream {
+    let s = derive_seed(seed, &format!("{}#{}", profile.name, copy));
+    let offset = if copy == 0 { 0 } else { mix64(s) % profile.cycle_instructions().max(1) };
+    SyntheticStream::new(profile, s, offset)
+}
+
+/// Runs `threads` (profile, logical CPU) together. Copies of one profile are numbered in order of
+/// appearance; copies of one program share code, as processes of one binary share text pages.
+pub fn run_together(
+    machine: &MachineModel,
+    threads: &[(&WorkloadProfile, u32)],
+    proto: &Protocol,
+    window: Window,
+) -> Result<RunResult, ProtocolError> {
+    let mut copies: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut programs: Vec<&str> = Vec::new();
+    let plans = threads
+        .iter()
+        .enumerate()
+        .map(|(i, &(profile, cpu))| {
+            let copy = copies.entry(profile.name.as_str()).or_insert(0);
+            let stream = stream_for(profile, proto.seed, *copy);
+            *copy += 1;
+            let code_space = match programs.iter().position(|p| *p == profile.name) {
+                Some(k) => k,
+                None => {
+                    programs.push(&profile.name);
+                    programs.len() - 1
+                }
+            } as u32
+                + 1;
+            ThreadPlan {
+                source: Box::new(stream),
+                cpu,
+                data_space: i as u32 + 1,
+                code_space,
+                warmup_instructions: proto.warmup_instructions,
+                measure_instructions: proto.measure_instructions,
+            }
+        })
+        .collect();
+    let options = RunOptions { window, quantum_cycles: proto.quantum_cycles };
+    Ok(Simulation::new(machine, plans, options)?.run())
+}
+
+/// Copy `copy` of `profile` alone on logical CPU `cpu`, every other CPU idle (halted).
+pub fn solo(machine: &MachineModel, profile: &WorkloadProfile, copy: u32, cpu: u32, proto: &Protocol) -> Result<ThreadResult, ProtocolError> {
+    // Run the earlier copies' streams? No: a copy's stream depends only on (seed, name, copy), so
+    // build that copy directly.
+    let stream = stream_for(profile, proto.seed, copy);
+    let plan = ThreadPlan {
+        source: Box::new(stream),
+        cpu,
+        data_space: 1,
+        code_space: 1,
+        warmup_instructions: proto.warmup_instructions,
+        measure_instructions: proto.measure_instructions,
+    };
+    let options = RunOptions { window: Window::Instructions, quantum_cycles: proto.quantum_cycles };
+    Ok(Simulation::new(machine, vec![plan], options)?.run().threads[0])
+}
+
+/// The two logical CPUs a pair uses under `placement` (the same CPU twice for time sharing). As in
+/// the thesis, siblings use the last core (package 1 on Northwood) and cores use the first thread
+/// of the first and last cores.
+pub fn placement_cpus(machine: &MachineModel, placement: Placement) -> Result<[u32; 2], ProtocolError> {
+    let unavailable = |reason: &str| ProtocolError::Unavailable {
+        placement,
+        machine: machine.name.clone(),
+        reason: reason.to_string(),
+    };
+    let last_core = machine.cores() - 1;
+    match placement {
+        Placement::Siblings => {
+            if machine.topology.threads_per_core < 2 {
+                return Err(unavailable("its cores have one hardware thread"));
+            }
+            Ok([machine.cpu_at(last_core, 0), machine.cpu_at(last_core, 1)])
+        }
+        Placement::Cores => {
+            if machine.cores() < 2 {
+                return Err(unavailable("it has one core"));
+            }
+            Ok([machine.cpu_at(0, 0), machine.cpu_at(last_core, 0)])
+        }
+        Placement::Timeshare => Ok([machine.cpu_at(last_core, 0); 2]),
+    }
+}
+
+/// Outcome of one pair.
+#[derive(Clone, Debug)]
+pub struct PairOutcome {
+    pub pr: [f64; 2],
+    pub window: [ThreadCounters; 2],
+}
+
+/// Measures `a` and `b` together under `placement`, given their solo windows (`solo_b` must be
+/// of copy 1 when `a` and `b` are the same profile).
+pub fn pair(
+    machine: &MachineModel,
+    a: &WorkloadProfile,
+    b: &WorkloadProfile,
+    placement: Placement,
+    proto: &Protocol,
+    solo: [&ThreadResult; 2],
+) -> Result<PairOutcome, ProtocolError> {
+    let cpus = placement_cpus(machine, placement)?;
+    let window = match placement {
+        Placement::Timeshare => {
+            let round = 2.0 * proto.quantum_cycles as f64;
+            Window::Cycles { start: round, end: round * (1 + proto.timeshare_rounds.max(1)) as f64 }
+        }
+        _ => Window::Instructions,
+    };
+    let r = run_together(machine, &[(a, cpus[0]), (b, cpus[1])], proto, window)?;
+    let pr = |i: usize| match window {
+        // Same instructions: solo time over co-run time.
+        Window::Instructions => solo[i].elapsed_cycles() / r.threads[i].elapsed_cycles(),
+        // Same time: co-run rate over solo rate.
+        Window::Cycles { .. } => r.threads[i].ipc() / solo[i].ipc(),
+    };
+    Ok(PairOutcome { pr: [pr(0), pr(1)], window: [r.threads[0].window, r.threads[1].window] })
+}
+
+fn counters_of(c: &ThreadCounters) -> BTreeMap<String, f64> {
+    counter_map(c.named())
+}
+
+/// The pairwise PR matrix of `profiles` under `placement`: every unordered pair including each
+/// workload against a copy of itself. Runs spread over the host's cores with rayon; the result does
+/// not depend on how many. `progress` is called once per finished run.
+pub fn matrix(
+    machine: &MachineModel,
+    profiles: &[WorkloadProfile],
+    placement: Placement,
+    proto: &Protocol,
+    progress: &(dyn Fn() + Sync),
+) -> Result<PrMatrix, ProtocolError> {
+    let cpus = placement_cpus(machine, placement)?;
+    // Solo baselines: copy 0 of everything, and copy 1 for the self-pairs.
+    let solo_jobs: Vec<(usize, u32)> = (0..profiles.len()).flat_map(|i| [(i, 0), (i, 1)]).collect();
+    let solos: Vec<ThreadResult> = solo_jobs
+        .par_iter()
+        .map(|&(i, copy)| {
+            let r = solo(machine, &profiles[i], copy, cpus[0], proto);
+            progress();
+            r
+        })
+        .collect::<Result<_, _>>()?;
+    let solo_of = |i: usize, copy: u32| &solos[i * 2 + copy as usize];
+    let pairs: Vec<(usize, usize)> = (0..profiles.len()).flat_map(|a| (a..profiles.len()).map(move |b| (a, b))).collect();
+    let outcomes: Vec<PairOutcome> = pairs
+        .par_iter()
+        .map(|&(a, b)| {
+            let copy_b = if a == b { 1 } else { 0 };
+            let r = pair(machine, &profiles[a], &profiles[b], placement, proto, [solo_of(a, 0), solo_of(b, copy_b)]);
+            progress();
+            r
+        })
+        .collect::<Result<_, _>>()?;
+    let mut settings = BTreeMap::new();
+    settings.insert("seed".into(), proto.seed.to_string());
+    settings.insert("warmup_instructions".into(), proto.warmup_instructions.to_string());
+    settings.insert("measure_instructions".into(), proto.measure_instructions.to_string());
+    if placement == Placement::Timeshare {
+        settings.insert("quantum_cycles".into(), proto.quantum_cycles.to_string());
+        settings.insert("timeshare_rounds".into(), proto.timeshare_rounds.to_string());
+    }
+    settings.insert("cpus".into(), format!("{},{}", cpus[0], cpus[1]));
+    Ok(PrMatrix {
+        format: PR_MATRIX_FORMAT.into(),
+        source: "simulated".into(),
+        machine: machine.name.clone(),
+        placement,
+        settings,
+        workloads: profiles.iter().map(|p| p.name.clone()).collect(),
+        solo: profiles
+            .iter()
+            .enumerate()
+            .map(|(i, p)| SoloRecord { workload: p.name.clone(), rate: solo_of(i, 0).ipc(), counters: counters_of(&solo_of(i, 0).window) })
+            .collect(),
+        pairs: pairs
+            .iter()
+            .zip(&outcomes)
+            .map(|(&(a, b), o)| PairRecord {
+                a,
+                b,
+                pr_a: o.pr[0],
+                pr_b: o.pr[1],
+                counters_a: counters_of(&o.window[0]),
+                counters_b: counters_of(&o.window[1]),
+            })
+            .collect(),
+    })
+}
