@@ -1,0 +1,181 @@
+//! Command-line arguments: one definition per flag; the doc comment is the help.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "smtsched",
+    version,
+    about = "Operating-system support for simultaneous-multithreaded processors: simulate SMT/CMT \
+             machines, measure how co-running threads slow each other, and schedule them.",
+    after_help = "Examples:\n  smtsched matrix                         # pairwise PR matrix of the 22 SPEC stand-ins on northwood\n  smtsched solo mcf-like --machine prescott\n  smtsched machines show northwood"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the machine presets, or show one.
+    ///
+    /// Example: smtsched machines show cmt-fedorova --set cache.L2.size_bytes=98304
+    Machines(ListShow),
+    /// List the workload presets, or show one.
+    ///
+    /// Example: smtsched workloads show mcf-like
+    Workloads(ListShow),
+    /// Run one workload alone and report its counters.
+    ///
+    /// Example: smtsched solo mcf-like --machine northwood --instructions 5000000
+    Solo(SoloArgs),
+    /// Run workloads together on chosen logical CPUs and report each one's performance ratio.
+    ///
+    /// Example: smtsched corun mcf-like mesa-like --placement 2,3
+    Corun(CorunArgs),
+    /// Pairwise performance-ratio matrix (thesis §3.3): every pair, including self-pairs.
+    ///
+    /// Example: smtsched matrix --workloads gzip-like,mcf-like,swim-like --svg m.svg
+    Matrix(MatrixArgs),
+    /// Measure simulator speed: simulated instructions per second on one host core.
+    ///
+    /// Example: smtsched bench
+    Bench(BenchArgs),
+    /// This real machine: topology, performance counters, native benchmark kernels.
+    ///
+    /// Example: smtsched host topology
+    Host(crate::commands::host::HostArgs),
+    /// Measure co-run interference on this real machine (thesis §3.3.1 protocol).
+    ///
+    /// Example: smtsched measure pairs --workloads pointer-chase,triad
+    Measure(crate::commands::host::MeasureArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListShow {
+    #[command(subcommand)]
+    pub action: Option<ShowAction>,
+    /// Print JSON instead of a table.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ShowAction {
+    /// Show one description (a preset name or a TOML file), with overrides applied.
+    Show {
+        name: String,
+        /// Override a field before use: KEY=VALUE with a dotted key, e.g. cache.L2.size_bytes=98304.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+}
+
+/// Options every simulation shares.
+#[derive(Args, Debug, Clone)]
+pub struct SimArgs {
+    /// Machine preset or TOML file.
+    #[arg(long, short = 'm', default_value = "northwood")]
+    pub machine: String,
+    /// Override a machine field: KEY=VALUE with a dotted key (repeatable),
+    /// e.g. --set topology.cores_per_package=2.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Seed from which every instruction stream derives.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Instructions in each thread's measured window.
+    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub instructions: u64,
+    /// Instructions each thread runs before its window, to warm the caches.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub warmup: u64,
+    /// Time slice for threads sharing one logical CPU, in milliseconds of simulated time.
+    #[arg(long, default_value_t = 10.0)]
+    pub quantum_ms: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct SoloArgs {
+    /// Workload preset or TOML file.
+    pub workload: String,
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Logical CPU to run on (the others idle).
+    #[arg(long, default_value_t = 0)]
+    pub cpu: u32,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CorunArgs {
+    /// Workloads (presets or TOML files), one thread each.
+    #[arg(required = true, num_args = 1..)]
+    pub workloads: Vec<String>,
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Logical CPU of each thread in order, kernel list syntax (`2,3`, `0-3`); a CPU named twice
+    /// is time-shared. Default: two threads on sibling threads of one core, else CPUs 0, 1, ….
+    #[arg(long)]
+    pub placement: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct MatrixArgs {
+    /// Workloads: a comma-separated list of presets or files; `all` is the 22 SPEC CPU2000
+    /// stand-ins of thesis Table 3.3, `fedorova-cpi` the CPI microbenchmarks.
+    #[arg(long, short = 'w', default_value = "all")]
+    pub workloads: String,
+    #[command(flatten)]
+    pub sim: SimArgs,
+    /// Where the pair runs: siblings (the two threads of one core), cores (two cores, separate
+    /// packages where possible) or timeshare (one logical CPU, time-sliced).
+    #[arg(long, short = 'p', default_value = "siblings")]
+    pub placement: String,
+    /// Measured rounds of a time-shared run (each thread runs one quantum per round).
+    #[arg(long, default_value_t = 2)]
+    pub rounds: u32,
+    /// Print JSON (summary and matrix) instead of tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the matrix file (the format `smtsched measure` writes and the OS simulator reads).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the subject × background grid as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write one CSV row per pair (both PRs and the system speedup).
+    #[arg(long, value_name = "FILE")]
+    pub pairs_csv: Option<PathBuf>,
+    /// Write an SVG heatmap in the style of thesis Fig. 3.3.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Host threads to use (default: all cores). The result does not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Machine preset or TOML file.
+    #[arg(long, short = 'm', default_value = "northwood")]
+    pub machine: String,
+    /// Two memory-active workloads to co-run on sibling threads.
+    #[arg(long, default_value = "swim-like,mcf-like")]
+    pub workloads: String,
+    /// Instructions in each thread's window (the run simulates more: warm-up and overrun).
+    #[arg(long, default_value_t = 4_000_000)]
+    pub instructions: u64,
+    /// Repetitions; the best is reported.
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}

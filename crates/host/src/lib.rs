@@ -1,0 +1,1 @@
+//! The real machine (DESIGN §9).

@@ -1,0 +1,11 @@
+//! Output for smtsched: tables for people, CSV/JSON for programs, SVG plots, statistics, and
+//! writing files without leaving half-written ones.
+
+pub mod matrix;
+pub mod stats;
+pub mod table;
+pub mod write;
+
+pub use stats::Summary;
+pub use table::Table;
+pub use write::write_atomic;
