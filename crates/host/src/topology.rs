@@ -209,10 +209,7 @@ impl RawSysfs {
 }
 
 fn read_cpu(dir: &Path, id: u32) -> Result<RawCpu> {
-    let online_file = match sysfs::read_opt(&dir.join("online")) {
-        None => None,
-        Some(s) => Some(s == "1"),
-    };
+    let online_file = sysfs::read_opt(&dir.join("online")).map(|s| s == "1");
     let topo = dir.join("topology");
     let mut cpu = RawCpu {
         id,

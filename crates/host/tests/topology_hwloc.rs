@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 type Pus = BTreeSet<u32>;
+/// (level, kind) → every cache of that kind as (its PUs, its size in bytes).
+type CacheGroups = BTreeMap<(u8, CacheKind), BTreeSet<(Vec<u32>, Option<u64>)>>;
 
 fn fixtures_dir() -> PathBuf {
     if let Ok(d) = std::env::var("SMTSCHED_FIXTURES") {
@@ -147,7 +149,7 @@ impl Expected {
     }
 
     /// (level, kind) → the PU sets of every cache of that kind, with its size in bytes.
-    fn caches(&self) -> BTreeMap<(u8, CacheKind), BTreeSet<(Vec<u32>, Option<u64>)>> {
+    fn caches(&self) -> CacheGroups {
         let mut out: BTreeMap<_, BTreeSet<_>> = BTreeMap::new();
         for o in &self.objs {
             let Some(rest) = o
@@ -244,7 +246,7 @@ fn check_snapshot(name: &str, topo: &Topology, exp: &Expected) {
 
     // Caches: for every level and kind, the same sharing groups and sizes.
     let want_c = exp.caches();
-    let mut got_c: BTreeMap<(u8, CacheKind), BTreeSet<(Vec<u32>, Option<u64>)>> = BTreeMap::new();
+    let mut got_c = CacheGroups::new();
     for c in &topo.caches {
         got_c
             .entry((c.level, c.kind))

@@ -1,0 +1,118 @@
+//! CPU affinity of processes: set it, read it back two ways (the system call and
+//! `/proc/PID/status`), and check that they agree with what was asked.
+
+use crate::error::{HostError, Result};
+use smtsched_model::CpuSet;
+
+/// Pins process (or thread) `pid` (0 = the caller) to `cpus`.
+pub fn set_affinity(pid: i32, cpus: &CpuSet) -> Result<()> {
+    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let limit = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
+    for c in cpus.iter() {
+        if c >= limit {
+            return Err(HostError::bad(format!(
+                "CPU {c} is beyond the {limit} CPUs an affinity mask can name"
+            )));
+        }
+        unsafe { libc::CPU_SET(c as usize, &mut mask) };
+    }
+    // SAFETY: `mask` is a valid, initialised cpu_set_t of the size passed.
+    let rc = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mask) };
+    if rc != 0 {
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EINVAL) {
+            return Err(HostError::bad(format!(
+                "cannot pin to CPUs {cpus}: none of them is online or allowed for this process (EINVAL)"
+            )));
+        }
+        return Err(HostError::os(
+            format!("sched_setaffinity({pid}, {cpus})"),
+            err,
+        ));
+    }
+    Ok(())
+}
+
+/// The affinity of `pid` (0 = the caller) as `sched_getaffinity` reports it.
+pub fn get_affinity(pid: i32) -> Result<CpuSet> {
+    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `mask` is writable and of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut mask) };
+    if rc != 0 {
+        return Err(HostError::os(
+            format!("sched_getaffinity({pid})"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    let limit = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    Ok((0..limit)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &mask) })
+        .map(|c| c as u32)
+        .collect())
+}
+
+/// `Cpus_allowed_list` of `/proc/PID/status`.
+pub fn proc_cpus_allowed(pid: i32) -> Result<CpuSet> {
+    let path = format!("/proc/{pid}/status");
+    let text = std::fs::read_to_string(&path).map_err(|source| HostError::Read {
+        path: path.clone().into(),
+        source,
+    })?;
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .ok_or_else(|| HostError::Parse {
+            path: path.clone().into(),
+            reason: "no Cpus_allowed_list line".into(),
+        })?;
+    CpuSet::parse(line).map_err(|e| HostError::Parse {
+        path: path.into(),
+        reason: e.to_string(),
+    })
+}
+
+/// Checks through both the system call and /proc that `pid` may run exactly on `want`.
+pub fn verify_affinity(pid: i32, want: &CpuSet) -> Result<()> {
+    let by_call = get_affinity(pid)?;
+    let by_proc = proc_cpus_allowed(pid)?;
+    if &by_call != want || &by_proc != want {
+        return Err(HostError::Child(format!(
+            "process {pid} should be pinned to CPUs {want} but sched_getaffinity says {by_call} and /proc says {by_proc}"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_a_thread_and_read_it_back_both_ways() {
+        // Run in a thread of our own so the test harness's other threads keep their affinity.
+        std::thread::spawn(|| {
+            let original = get_affinity(0).unwrap();
+            let first: CpuSet = std::iter::once(original.first().unwrap()).collect();
+            set_affinity(0, &first).unwrap();
+            let tid = unsafe { libc::gettid() };
+            assert_eq!(get_affinity(tid).unwrap(), first);
+            // /proc/PID/status describes the thread group leader; use the task's own file.
+            let status = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+            let line = status
+                .lines()
+                .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                .unwrap();
+            assert_eq!(CpuSet::parse(line).unwrap(), first);
+            set_affinity(0, &original).unwrap();
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn impossible_masks_are_bad_input() {
+        let big: CpuSet = std::iter::once(100_000).collect();
+        assert!(set_affinity(0, &big).unwrap_err().is_bad_input());
+    }
+}
