@@ -12,7 +12,11 @@ fn main() {
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { errors::EXIT_BAD_INPUT } else { 0 };
+            let code = if e.use_stderr() {
+                errors::EXIT_BAD_INPUT
+            } else {
+                0
+            };
             let _ = e.print();
             std::process::exit(code);
         }

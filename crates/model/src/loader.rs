@@ -43,7 +43,11 @@ pub fn resolve(kind: &'static str, name: &str, presets: &[Preset]) -> Result<Sou
             text,
         });
     }
-    let known = presets.iter().map(|p| p.name).collect::<Vec<_>>().join(", ");
+    let known = presets
+        .iter()
+        .map(|p| p.name)
+        .collect::<Vec<_>>()
+        .join(", ");
     Err(ModelError::Unknown {
         kind,
         name: name.to_string(),
@@ -66,8 +70,14 @@ impl std::str::FromStr for Override {
             text: text.to_string(),
             reason: reason.to_string(),
         };
-        let (key, raw) = text.split_once('=').ok_or_else(|| err("expected KEY=VALUE"))?;
-        let path: Vec<String> = key.trim().split('.').map(|s| s.trim().to_string()).collect();
+        let (key, raw) = text
+            .split_once('=')
+            .ok_or_else(|| err("expected KEY=VALUE"))?;
+        let path: Vec<String> = key
+            .trim()
+            .split('.')
+            .map(|s| s.trim().to_string())
+            .collect();
         if path.iter().any(|p| p.is_empty()) {
             return Err(err("empty key component"));
         }
@@ -86,7 +96,10 @@ impl std::str::FromStr for Override {
 
 /// Parses `source` into `T`, applying `overrides` to the TOML document first. Overrides may only
 /// replace keys that exist (so a typo fails instead of being ignored).
-pub fn parse<T: DeserializeOwned>(source: &Source, overrides: &[Override]) -> Result<T, ModelError> {
+pub fn parse<T: DeserializeOwned>(
+    source: &Source,
+    overrides: &[Override],
+) -> Result<T, ModelError> {
     if overrides.is_empty() {
         return toml::from_str(&source.text)
             .map_err(|e| ModelError::from_toml(&source.origin, &source.text, &e));

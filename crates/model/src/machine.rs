@@ -198,19 +198,11 @@ pub struct MemorySpec {
 }
 
 /// Costs the OS pays on this machine.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct OsCosts {
     /// Direct cost of one context switch (cache refill is simulated, not included).
     pub context_switch_cycles: u64,
-}
-
-impl Default for OsCosts {
-    fn default() -> Self {
-        OsCosts {
-            context_switch_cycles: 0,
-        }
-    }
 }
 
 /// Where one logical CPU sits.
@@ -265,7 +257,9 @@ impl MachineModel {
         let mut path: Vec<(&str, &CacheSpec)> = self
             .cache
             .iter()
-            .filter(|(_, c)| c.holds == contents || (c.holds == CacheContents::Unified && c.level > 1))
+            .filter(|(_, c)| {
+                c.holds == contents || (c.holds == CacheContents::Unified && c.level > 1)
+            })
             .map(|(n, c)| (n.as_str(), c))
             .collect();
         path.sort_by_key(|(_, c)| c.level);
@@ -337,7 +331,11 @@ impl MachineModel {
             }
         }
         if self.cache.is_empty() {
-            return bad("cache", &"(none)", "a machine needs at least one cache level");
+            return bad(
+                "cache",
+                &"(none)",
+                "a machine needs at least one cache level",
+            );
         }
         for (name, c) in &self.cache {
             let f = |k: &str| format!("cache.{name}.{k}");
@@ -370,23 +368,39 @@ impl MachineModel {
             }
             if let Some(p) = &c.prefetch {
                 if c.level == 1 {
-                    return bad(&f("prefetch"), &"(set)", "stream prefetch is modelled at unified levels only");
+                    return bad(
+                        &f("prefetch"),
+                        &"(set)",
+                        "stream prefetch is modelled at unified levels only",
+                    );
                 }
                 if p.streams == 0 || p.streams > 64 {
                     return bad(&f("prefetch.streams"), &p.streams, "must be 1 to 64");
                 }
                 if p.distance_bytes < c.line_bytes || p.distance_bytes > 64 * c.line_bytes {
-                    return bad(&f("prefetch.distance_bytes"), &p.distance_bytes, "must be 1 to 64 lines");
+                    return bad(
+                        &f("prefetch.distance_bytes"),
+                        &p.distance_bytes,
+                        "must be 1 to 64 lines",
+                    );
                 }
             }
             if c.level == 0 || c.level > 4 {
                 return bad(&f("level"), &c.level, "must be 1 to 4");
             }
             if c.level == 1 && c.holds == CacheContents::Unified {
-                return bad(&f("holds"), &"unified", "level-1 caches hold instructions or data");
+                return bad(
+                    &f("holds"),
+                    &"unified",
+                    "level-1 caches hold instructions or data",
+                );
             }
             if c.level > 1 && c.holds != CacheContents::Unified {
-                return bad(&f("holds"), &format!("{:?}", c.holds), "levels above 1 must be unified");
+                return bad(
+                    &f("holds"),
+                    &format!("{:?}", c.holds),
+                    "levels above 1 must be unified",
+                );
             }
         }
         for contents in [CacheContents::Instructions, CacheContents::Data] {
@@ -440,7 +454,11 @@ impl MachineModel {
             );
         }
         if self.memory.shared_by == Scope::Core {
-            return bad("memory.shared_by", &"core", "memory is shared by a package or the machine");
+            return bad(
+                "memory.shared_by",
+                &"core",
+                "memory is shared by a package or the machine",
+            );
         }
         Ok(())
     }
@@ -456,14 +474,16 @@ pub const MACHINE_PRESETS: &[Preset] = &[
     preset!("machines", "smt2-modern"),
 ];
 
-
 /// Loads a machine by preset name or file path, applies overrides and validates it.
 pub fn load_machine(name: &str, overrides: &[Override]) -> Result<MachineModel, ModelError> {
     let source = loader::resolve("machine", name, MACHINE_PRESETS)?;
     machine_from_source(&source, overrides)
 }
 
-pub fn machine_from_source(source: &Source, overrides: &[Override]) -> Result<MachineModel, ModelError> {
+pub fn machine_from_source(
+    source: &Source,
+    overrides: &[Override],
+) -> Result<MachineModel, ModelError> {
     let m: MachineModel = loader::parse(source, overrides)?;
     m.validate(&source.origin)?;
     Ok(m)

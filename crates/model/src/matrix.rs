@@ -37,7 +37,9 @@ impl std::str::FromStr for Placement {
             "siblings" | "smt" => Ok(Placement::Siblings),
             "cores" | "smp" => Ok(Placement::Cores),
             "timeshare" | "rr" => Ok(Placement::Timeshare),
-            other => Err(format!("unknown placement {other:?} (expected siblings, cores or timeshare)")),
+            other => Err(format!(
+                "unknown placement {other:?} (expected siblings, cores or timeshare)"
+            )),
         }
     }
 }
@@ -125,7 +127,10 @@ impl PrMatrix {
     pub fn validate(&self) -> Result<(), MatrixError> {
         let bad = |m: String| Err(MatrixError::Invalid(m));
         if self.format != PR_MATRIX_FORMAT {
-            return bad(format!("format = {:?}: expected {PR_MATRIX_FORMAT:?}", self.format));
+            return bad(format!(
+                "format = {:?}: expected {PR_MATRIX_FORMAT:?}",
+                self.format
+            ));
         }
         let n = self.workloads.len();
         if n == 0 {
@@ -133,11 +138,16 @@ impl PrMatrix {
         }
         for (i, p) in self.pairs.iter().enumerate() {
             if p.a >= n || p.b >= n || p.a > p.b {
-                return bad(format!("pairs[{i}]: indices ({}, {}) out of range for {n} workloads or not ordered", p.a, p.b));
+                return bad(format!(
+                    "pairs[{i}]: indices ({}, {}) out of range for {n} workloads or not ordered",
+                    p.a, p.b
+                ));
             }
             for (k, v) in [("pr_a", p.pr_a), ("pr_b", p.pr_b)] {
                 if !v.is_finite() || v < 0.0 {
-                    return bad(format!("pairs[{i}].{k} = {v}: must be a finite non-negative ratio"));
+                    return bad(format!(
+                        "pairs[{i}].{k} = {v}: must be a finite non-negative ratio"
+                    ));
                 }
             }
         }

@@ -192,7 +192,11 @@ impl WorkloadProfile {
             Err(ModelError::invalid(origin, field, value, reason))
         };
         if self.phase.is_empty() {
-            return bad("phase".into(), &"(none)", "a workload needs at least one [[phase]]");
+            return bad(
+                "phase".into(),
+                &"(none)",
+                "a workload needs at least one [[phase]]",
+            );
         }
         for (i, p) in self.phase.iter().enumerate() {
             let f = |k: &str| format!("phase[{i}].{k}");
@@ -203,7 +207,11 @@ impl WorkloadProfile {
                 return bad(f("ilp"), &p.ilp, "must be positive");
             }
             if !(p.uops_per_instruction >= 1.0 && p.uops_per_instruction.is_finite()) {
-                return bad(f("uops_per_instruction"), &p.uops_per_instruction, "must be at least 1");
+                return bad(
+                    f("uops_per_instruction"),
+                    &p.uops_per_instruction,
+                    "must be at least 1",
+                );
             }
             for (k, v) in [
                 ("loads", p.loads),
@@ -226,15 +234,27 @@ impl WorkloadProfile {
                 );
             }
             if p.instruction_bytes == 0 || p.instruction_bytes > 64 {
-                return bad(f("instruction_bytes"), &p.instruction_bytes, "must be 1 to 64");
+                return bad(
+                    f("instruction_bytes"),
+                    &p.instruction_bytes,
+                    "must be 1 to 64",
+                );
             }
             if p.code.is_empty() {
-                return bad(f("code"), &"(none)", "a phase needs at least one [[phase.code]] region");
+                return bad(
+                    f("code"),
+                    &"(none)",
+                    "a phase needs at least one [[phase.code]] region",
+                );
             }
             for (j, c) in p.code.iter().enumerate() {
                 let g = |k: &str| format!("phase[{i}].code[{j}].{k}");
                 if c.size_bytes < p.instruction_bytes as u64 {
-                    return bad(g("size_bytes"), &c.size_bytes, "must hold at least one instruction");
+                    return bad(
+                        g("size_bytes"),
+                        &c.size_bytes,
+                        "must hold at least one instruction",
+                    );
                 }
                 if !(c.weight > 0.0 && c.weight.is_finite()) {
                     return bad(g("weight"), &c.weight, "must be positive");
@@ -242,7 +262,11 @@ impl WorkloadProfile {
                 check_power_law(&g, c.hot_bytes, c.exponent, c.size_bytes, origin)?;
             }
             if p.loads + p.stores > 0.0 && p.data.is_empty() {
-                return bad(f("data"), &"(none)", "loads or stores need at least one [[phase.data]] region");
+                return bad(
+                    f("data"),
+                    &"(none)",
+                    "loads or stores need at least one [[phase.data]] region",
+                );
             }
             for (j, d) in p.data.iter().enumerate() {
                 let g = |k: &str| format!("phase[{i}].data[{j}].{k}");
@@ -255,12 +279,22 @@ impl WorkloadProfile {
                 if d.stride_bytes == 0 {
                     return bad(g("stride_bytes"), &0, "must be positive");
                 }
-                if d.pattern != AccessPattern::PowerLaw && (d.hot_bytes.is_some() || d.exponent.is_some()) {
-                    return bad(g("hot_bytes"), &format!("{:?}", d.pattern), "hot_bytes and exponent only apply to pattern = \"power-law\"");
+                if d.pattern != AccessPattern::PowerLaw
+                    && (d.hot_bytes.is_some() || d.exponent.is_some())
+                {
+                    return bad(
+                        g("hot_bytes"),
+                        &format!("{:?}", d.pattern),
+                        "hot_bytes and exponent only apply to pattern = \"power-law\"",
+                    );
                 }
                 check_power_law(&g, d.hot_bytes, d.exponent, d.size_bytes, origin)?;
                 if d.streams == 0 || d.size_bytes / (d.streams as u64) < d.stride_bytes {
-                    return bad(g("streams"), &d.streams, "each stream needs at least one stride of the region");
+                    return bad(
+                        g("streams"),
+                        &d.streams,
+                        "each stream needs at least one stride of the region",
+                    );
                 }
             }
             for (j, d) in p.data.iter().enumerate() {
@@ -272,7 +306,10 @@ impl WorkloadProfile {
                         return bad(
                             format!("phase[{i}].data[{j}].size_bytes"),
                             &d.size_bytes,
-                            &format!("region {:?} has another size ({}) in another phase", d.name, e.size_bytes),
+                            &format!(
+                                "region {:?} has another size ({}) in another phase",
+                                d.name, e.size_bytes
+                            ),
                         );
                     }
                 }
@@ -296,12 +333,22 @@ fn check_power_law(
 ) -> Result<(), ModelError> {
     if let Some(h) = hot {
         if h == 0 || h >= size {
-            return Err(ModelError::invalid(origin, field("hot_bytes"), h, "must be positive and below size_bytes"));
+            return Err(ModelError::invalid(
+                origin,
+                field("hot_bytes"),
+                h,
+                "must be positive and below size_bytes",
+            ));
         }
     }
     if let Some(a) = exponent {
         if !(a > 0.0 && a <= 4.0) {
-            return Err(ModelError::invalid(origin, field("exponent"), a, "must be in (0, 4]"));
+            return Err(ModelError::invalid(
+                origin,
+                field("exponent"),
+                a,
+                "must be in (0, 4]",
+            ));
         }
     }
     Ok(())
@@ -386,7 +433,10 @@ pub fn load_workload(name: &str, overrides: &[Override]) -> Result<WorkloadProfi
     workload_from_source(&source, overrides)
 }
 
-pub fn workload_from_source(source: &Source, overrides: &[Override]) -> Result<WorkloadProfile, ModelError> {
+pub fn workload_from_source(
+    source: &Source,
+    overrides: &[Override],
+) -> Result<WorkloadProfile, ModelError> {
     let w: WorkloadProfile = loader::parse(source, overrides)?;
     w.validate(&source.origin)?;
     Ok(w)

@@ -34,10 +34,25 @@ pub fn summarize(m: &PrMatrix) -> Option<MatrixSummary> {
     let cells: Vec<f64> = m.grid().into_iter().flatten().flatten().collect();
     let speedups: Vec<f64> = m.pairs.iter().map(|p| p.pr_a + p.pr_b).collect();
     let pick = |better: fn(f64, f64) -> bool| {
-        let p = m.pairs.iter().reduce(|x, y| if better(y.pr_a + y.pr_b, x.pr_a + x.pr_b) { y } else { x })?;
-        Some(PairSpeedup { a: m.workloads[p.a].clone(), b: m.workloads[p.b].clone(), speedup: p.pr_a + p.pr_b })
+        let p = m.pairs.iter().reduce(|x, y| {
+            if better(y.pr_a + y.pr_b, x.pr_a + x.pr_b) {
+                y
+            } else {
+                x
+            }
+        })?;
+        Some(PairSpeedup {
+            a: m.workloads[p.a].clone(),
+            b: m.workloads[p.b].clone(),
+            speedup: p.pr_a + p.pr_b,
+        })
     };
-    let selfs: Vec<f64> = m.pairs.iter().filter(|p| p.a == p.b).map(|p| p.pr_a + p.pr_b).collect();
+    let selfs: Vec<f64> = m
+        .pairs
+        .iter()
+        .filter(|p| p.a == p.b)
+        .map(|p| p.pr_a + p.pr_b)
+        .collect();
     Some(MatrixSummary {
         pr: Summary::of(&cells)?,
         system_speedup: Summary::of(&speedups)?,
@@ -56,9 +71,17 @@ pub fn short_name(name: &str) -> &str {
 pub fn render_grid(m: &PrMatrix) -> String {
     let names: Vec<&str> = m.workloads.iter().map(|w| short_name(w)).collect();
     let width = 6;
-    let mut t = Table::new(std::iter::once("subject \\ background".to_string()).chain(names.iter().map(|n| n.chars().take(width).collect())));
+    let mut t = Table::new(
+        std::iter::once("subject \\ background".to_string())
+            .chain(names.iter().map(|n| n.chars().take(width).collect())),
+    );
     for (i, row) in m.grid().iter().enumerate() {
-        t.row(std::iter::once(names[i].to_string()).chain(row.iter().map(|c| c.map_or("-".into(), |v| format!("{v:.2}")))));
+        t.row(
+            std::iter::once(names[i].to_string()).chain(
+                row.iter()
+                    .map(|c| c.map_or("-".into(), |v| format!("{v:.2}"))),
+            ),
+        );
     }
     t.render()
 }
@@ -66,7 +89,10 @@ pub fn render_grid(m: &PrMatrix) -> String {
 /// The summary as a table.
 pub fn render_summary(s: &MatrixSummary) -> String {
     let mut t = Table::new(["", "mean", "sd", "min", "q1", "median", "q3", "max", "IQR"]);
-    for (name, x) in [("performance ratio", &s.pr), ("system speedup", &s.system_speedup)] {
+    for (name, x) in [
+        ("performance ratio", &s.pr),
+        ("system speedup", &s.system_speedup),
+    ] {
         t.row([
             name.to_string(),
             format!("{:.3}", x.mean),
@@ -80,8 +106,14 @@ pub fn render_summary(s: &MatrixSummary) -> String {
         ]);
     }
     let mut out = t.render();
-    out.push_str(&format!("best pair:  {} + {} = {:.3}\n", s.best.a, s.best.b, s.best.speedup));
-    out.push_str(&format!("worst pair: {} + {} = {:.3}\n", s.worst.a, s.worst.b, s.worst.speedup));
+    out.push_str(&format!(
+        "best pair:  {} + {} = {:.3}\n",
+        s.best.a, s.best.b, s.best.speedup
+    ));
+    out.push_str(&format!(
+        "worst pair: {} + {} = {:.3}\n",
+        s.worst.a, s.worst.b, s.worst.speedup
+    ));
     if let Some(v) = s.self_pair_mean {
         out.push_str(&format!("self-pairs: mean system speedup {v:.3}\n"));
     }
@@ -152,20 +184,30 @@ pub fn heatmap_svg(m: &PrMatrix, title: &str) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let font = |px: u32| ("sans-serif", px).into_font();
-        root.draw(&Text::new(title.to_string(), (10, 18), font(16))).map_err(|e| e.to_string())?;
-        root.draw(&Text::new("subject (row) vs background (column)".to_string(), (10, 38), font(11)))
+        root.draw(&Text::new(title.to_string(), (10, 18), font(16)))
             .map_err(|e| e.to_string())?;
+        root.draw(&Text::new(
+            "subject (row) vs background (column)".to_string(),
+            (10, 38),
+            font(11),
+        ))
+        .map_err(|e| e.to_string())?;
         let grid = m.grid();
         for (i, name) in m.workloads.iter().enumerate() {
             let y = top as i32 + (i as u32 * cell) as i32;
             let x = left as i32 + (i as u32 * cell) as i32;
             let label = short_name(name).to_string();
-            root.draw(&Text::new(label.clone(), (left as i32 - 6, y + cell as i32 / 2), TextStyle::from(font(11)).pos(Pos::new(HPos::Right, VPos::Center))))
-                .map_err(|e| e.to_string())?;
+            root.draw(&Text::new(
+                label.clone(),
+                (left as i32 - 6, y + cell as i32 / 2),
+                TextStyle::from(font(11)).pos(Pos::new(HPos::Right, VPos::Center)),
+            ))
+            .map_err(|e| e.to_string())?;
             root.draw(&Text::new(
                 label,
                 (x + cell as i32 / 2, top as i32 - 6),
-                TextStyle::from(font(11).transform(FontTransform::Rotate270)).pos(Pos::new(HPos::Left, VPos::Center)),
+                TextStyle::from(font(11).transform(FontTransform::Rotate270))
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
             ))
             .map_err(|e| e.to_string())?;
         }
@@ -177,12 +219,22 @@ pub fn heatmap_svg(m: &PrMatrix, title: &str) -> Result<String, String> {
                     Some(v) => (pr_colour(*v), format!("{v:.2}")),
                     None => (RGBColor(220, 220, 220), String::new()),
                 };
-                root.draw(&Rectangle::new([(x0, y0), (x0 + cell as i32, y0 + cell as i32)], fill.filled()))
-                    .map_err(|e| e.to_string())?;
-                root.draw(&Rectangle::new([(x0, y0), (x0 + cell as i32, y0 + cell as i32)], WHITE.stroke_width(1)))
-                    .map_err(|e| e.to_string())?;
-                root.draw(&Text::new(text, (x0 + cell as i32 / 2, y0 + cell as i32 / 2), TextStyle::from(font(10)).pos(Pos::new(HPos::Center, VPos::Center))))
-                    .map_err(|e| e.to_string())?;
+                root.draw(&Rectangle::new(
+                    [(x0, y0), (x0 + cell as i32, y0 + cell as i32)],
+                    fill.filled(),
+                ))
+                .map_err(|e| e.to_string())?;
+                root.draw(&Rectangle::new(
+                    [(x0, y0), (x0 + cell as i32, y0 + cell as i32)],
+                    WHITE.stroke_width(1),
+                ))
+                .map_err(|e| e.to_string())?;
+                root.draw(&Text::new(
+                    text,
+                    (x0 + cell as i32 / 2, y0 + cell as i32 / 2),
+                    TextStyle::from(font(10)).pos(Pos::new(HPos::Center, VPos::Center)),
+                ))
+                .map_err(|e| e.to_string())?;
             }
         }
         root.present().map_err(|e| e.to_string())?;
@@ -196,7 +248,14 @@ mod tests {
     use smtsched_model::{PairRecord, Placement, PR_MATRIX_FORMAT};
 
     fn two() -> PrMatrix {
-        let rec = |a, b, pr_a, pr_b| PairRecord { a, b, pr_a, pr_b, counters_a: Default::default(), counters_b: Default::default() };
+        let rec = |a, b, pr_a, pr_b| PairRecord {
+            a,
+            b,
+            pr_a,
+            pr_b,
+            counters_a: Default::default(),
+            counters_b: Default::default(),
+        };
         PrMatrix {
             format: PR_MATRIX_FORMAT.into(),
             source: "test".into(),
@@ -205,7 +264,11 @@ mod tests {
             settings: Default::default(),
             workloads: vec!["x-like".into(), "y".into()],
             solo: vec![],
-            pairs: vec![rec(0, 0, 0.5, 0.6), rec(0, 1, 0.7, 0.4), rec(1, 1, 0.8, 0.8)],
+            pairs: vec![
+                rec(0, 0, 0.5, 0.6),
+                rec(0, 1, 0.7, 0.4),
+                rec(1, 1, 0.8, 0.8),
+            ],
         }
     }
 
@@ -225,7 +288,10 @@ mod tests {
     #[test]
     fn csv_rows_are_subjects() {
         let csv = grid_csv(&two());
-        assert_eq!(csv, "subject,x-like,y\nx-like,0.500000,0.700000\ny,0.400000,0.800000\n");
+        assert_eq!(
+            csv,
+            "subject,x-like,y\nx-like,0.500000,0.700000\ny,0.400000,0.800000\n"
+        );
     }
 
     #[test]
@@ -240,7 +306,11 @@ mod tests {
     fn heatmap_has_one_square_and_label_per_cell() {
         let svg = heatmap_svg(&two(), "t").unwrap();
         assert!(svg.starts_with("<svg"));
-        assert_eq!(svg.matches("<rect").count(), 1 + 2 * 4, "background + fill and border per cell");
+        assert_eq!(
+            svg.matches("<rect").count(),
+            1 + 2 * 4,
+            "background + fill and border per cell"
+        );
         for v in ["0.50", "0.70", "0.40", "0.80"] {
             assert!(svg.contains(&format!(">\n{v}\n</text>")), "missing {v}");
         }

@@ -43,8 +43,22 @@ impl Summary {
         } else {
             0.0
         };
-        let (q1, median, q3) = (quantile_sorted(&v, 0.25), quantile_sorted(&v, 0.5), quantile_sorted(&v, 0.75));
-        Some(Summary { n, mean, sd, min: v[0], q1, median, q3, max: v[n - 1], iqr: q3 - q1 })
+        let (q1, median, q3) = (
+            quantile_sorted(&v, 0.25),
+            quantile_sorted(&v, 0.5),
+            quantile_sorted(&v, 0.75),
+        );
+        Some(Summary {
+            n,
+            mean,
+            sd,
+            min: v[0],
+            q1,
+            median,
+            q3,
+            max: v[n - 1],
+            iqr: q3 - q1,
+        })
     }
 }
 

@@ -9,7 +9,10 @@ pub struct Table {
 
 impl Table {
     pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Self {
-        Table { header: header.into_iter().map(Into::into).collect(), rows: Vec::new() }
+        Table {
+            header: header.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
     }
 
     pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Self {
@@ -18,7 +21,10 @@ impl Table {
     }
 
     pub fn render(&self) -> String {
-        let cols = self.header.len().max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
+        let cols = self
+            .header
+            .len()
+            .max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
         let mut width = vec![0; cols];
         for r in std::iter::once(&self.header).chain(&self.rows) {
             for (i, c) in r.iter().enumerate() {
@@ -56,6 +62,9 @@ mod tests {
     fn aligns_columns() {
         let mut t = Table::new(["name", "ipc"]);
         t.row(["gzip-like", "1.3"]).row(["mcf", "0.17"]);
-        assert_eq!(t.render(), "name        ipc\ngzip-like   1.3\nmcf        0.17\n");
+        assert_eq!(
+            t.render(),
+            "name        ipc\ngzip-like   1.3\nmcf        0.17\n"
+        );
     }
 }

@@ -40,12 +40,20 @@ pub struct Cache {
 impl Cache {
     /// Builds an empty cache; `threads` is the number of thread slots that may access it.
     pub fn new(spec: &CacheSpec, threads: usize) -> Self {
-        Self::with_geometry(spec.sets() as usize, spec.ways as usize, spec.line_bytes, threads)
+        Self::with_geometry(
+            spec.sets() as usize,
+            spec.ways as usize,
+            spec.line_bytes,
+            threads,
+        )
     }
 
     pub fn with_geometry(sets: usize, ways: usize, line_bytes: u32, threads: usize) -> Self {
         assert!(sets.is_power_of_two() && ways > 0 && line_bytes.is_power_of_two());
-        assert!(threads <= OWNER as usize + 1, "at most 128 threads share a cache");
+        assert!(
+            threads <= OWNER as usize + 1,
+            "at most 128 threads share a cache"
+        );
         Cache {
             ways,
             set_mask: sets as u64 - 1,
@@ -78,8 +86,16 @@ impl Cache {
         let set = &mut self.tags[base..base + self.ways];
         if let Some(pos) = set.iter().position(|&t| t == line) {
             let meta = &mut self.meta[base..base + self.ways];
-            set[..=pos].rotate_right(1);
-            meta[..=pos].rotate_right(1);
+            if pos > 0 {
+                // Move to the most-recently-used position (sets are small: a loop beats memmove).
+                let m = meta[pos];
+                for i in (0..pos).rev() {
+                    set[i + 1] = set[i];
+                    meta[i + 1] = meta[i];
+                }
+                set[0] = line;
+                meta[0] = m;
+            }
             if write {
                 meta[0] |= DIRTY;
             }
@@ -93,7 +109,10 @@ impl Cache {
     /// write-back from the level below, which sets `dirty`). A present line only gains the flag.
     pub fn fill(&mut self, line: u64, thread: u8, dirty: bool) -> Option<Eviction> {
         let base = (line & self.set_mask) as usize * self.ways;
-        if let Some(pos) = self.tags[base..base + self.ways].iter().position(|&t| t == line) {
+        if let Some(pos) = self.tags[base..base + self.ways]
+            .iter()
+            .position(|&t| t == line)
+        {
             if dirty {
                 self.meta[base + pos] |= DIRTY;
             }
@@ -113,8 +132,10 @@ impl Cache {
         let last = base + self.ways - 1;
         let victim = self.tags[last];
         let victim_meta = self.meta[last];
-        self.tags[base..=last].rotate_right(1);
-        self.meta[base..=last].rotate_right(1);
+        for i in (base..last).rev() {
+            self.tags[i + 1] = self.tags[i];
+            self.meta[i + 1] = self.meta[i];
+        }
         self.tags[base] = line;
         self.meta[base] = (thread & OWNER) | if write { DIRTY } else { 0 };
         (victim != EMPTY).then_some(Eviction {
@@ -163,7 +184,13 @@ mod tests {
                 c.access(line, 0, false);
             }
         }
-        assert_eq!(c.stats(0), AccessMiss { accesses: 160, misses: 160 });
+        assert_eq!(
+            c.stats(0),
+            AccessMiss {
+                accesses: 160,
+                misses: 160
+            }
+        );
     }
 
     #[test]
@@ -174,7 +201,13 @@ mod tests {
                 c.access(line, 1, false);
             }
         }
-        assert_eq!(c.stats(1), AccessMiss { accesses: 160, misses: 16 });
+        assert_eq!(
+            c.stats(1),
+            AccessMiss {
+                accesses: 160,
+                misses: 16
+            }
+        );
         assert_eq!(c.occupancy(1), 16);
     }
 

@@ -5,14 +5,14 @@
 use crate::counters::ThreadCounters;
 use crate::memory::{MemorySystem, Requester};
 use crate::share::share_bandwidth;
-use crate::stream::{InstrKind, InstructionSource, PhaseTiming};
-use smtsched_model::{CoreSpec, InorderCoreSpec, MachineModel, OooCoreSpec};
+use crate::stream::{Instr, InstrKind, InstructionSource, PhaseTiming};
+use smtsched_model::{CoreSpec, InorderCoreSpec, MachineModel, OooCoreSpec, SmtSharing};
 use std::collections::VecDeque;
 
 /// How far (in cycles) a core may run ahead of the slowest other core before yielding.
 const CORE_SLACK_CYCLES: f64 = 16.0;
-/// Instructions a core executes per turn at most (bounds the time between termination checks).
-const TURN_INSTRUCTIONS: u32 = 512;
+/// Steps a core takes per turn at most (bounds the time between termination checks).
+const TURN_STEPS: u32 = 256;
 /// Stall intervals remembered per context (enough to cover the time a sibling runs ahead).
 const STALL_HISTORY: usize = 8;
 
@@ -84,15 +84,58 @@ struct SwThread {
     source: Box<dyn InstructionSource>,
     who: Requester,
     counters: ThreadCounters,
+    /// Micro-ops retired so far (fractional per instruction; copied into `counters` at snapshots).
+    uops: f64,
     warmup: u64,
     end: u64,
     start_snapshot: Option<(ThreadCounters, f64)>,
     end_snapshot: Option<(ThreadCounters, f64)>,
+    /// On an in-order core: the instruction being issued and how much of its run has gone.
+    pending: Option<Instr>,
+    run_issued: u32,
 }
 
 impl SwThread {
     fn done(&self) -> bool {
         self.end_snapshot.is_some()
+    }
+
+    /// The counters as of now.
+    fn snapshot(&self) -> ThreadCounters {
+        ThreadCounters {
+            uops: self.uops.round() as u64,
+            ..self.counters
+        }
+    }
+
+    /// Instructions until the next window boundary of an instruction window (u64::MAX if none).
+    fn to_boundary(&self, window: Window) -> u64 {
+        if window != Window::Instructions {
+            return u64::MAX;
+        }
+        let n = self.counters.instructions;
+        let next = if self.start_snapshot.is_none() {
+            self.warmup
+        } else if self.end_snapshot.is_none() {
+            self.end
+        } else {
+            return u64::MAX;
+        };
+        next.saturating_sub(n)
+    }
+
+    /// Records a window boundary reached at time `now`.
+    fn note_progress(&mut self, now: f64, window: Window) {
+        if window != Window::Instructions {
+            return;
+        }
+        let n = self.counters.instructions;
+        if n >= self.warmup && self.start_snapshot.is_none() {
+            self.start_snapshot = Some((self.snapshot(), now));
+        }
+        if n >= self.end && self.end_snapshot.is_none() {
+            self.end_snapshot = Some((self.snapshot(), now));
+        }
     }
 }
 
@@ -115,14 +158,13 @@ struct Context {
     load_seq: u64,
     inflight: VecDeque<Miss>,
     store_misses: VecDeque<f64>,
-    /// Outstanding level-1 data misses as (issue, complete), sorted by completion.
-    l1_misses: VecDeque<(f64, f64)>,
     chase_ready: f64,
     stalls: [(f64, f64); STALL_HISTORY],
     stall_next: usize,
-    // In-order state.
+    /// Latest end of any remembered stall: after it the context is certainly dispatching.
+    stalls_until: f64,
+    /// In-order: the cycle the context can issue again.
     ready_at: f64,
-    pending: Option<crate::stream::Instr>,
     // Rate cache.
     phase: u16,
     timing: PhaseTiming,
@@ -136,6 +178,38 @@ struct Context {
 }
 
 impl Context {
+    fn new(mem: &MemorySystem, cpu: u32, quantum: f64) -> Self {
+        Context {
+            queue: Vec::new(),
+            current: 0,
+            quantum_end: quantum,
+            now: 0.0,
+            uop_seq: 0.0,
+            load_seq: 0,
+            inflight: VecDeque::new(),
+            store_misses: VecDeque::new(),
+            chase_ready: 0.0,
+            stalls: [(0.0, 0.0); STALL_HISTORY],
+            stall_next: 0,
+            stalls_until: 0.0,
+            ready_at: 0.0,
+            phase: u16::MAX,
+            timing: PhaseTiming {
+                ilp: 1.0,
+                uops_per_instruction: 1.0,
+                loads: 0.0,
+                stores: 0.0,
+                fp_ops: 0.0,
+            },
+            last_fetch_line: u64::MAX,
+            rates: Vec::new(),
+            rate_epoch: u64::MAX,
+            fetch_levels: mem.fetch_levels(cpu),
+            data_levels: mem.data_levels(cpu),
+            fetch_shift: mem.fetch_line_shift(cpu),
+        }
+    }
+
     fn thread(&self) -> Option<usize> {
         self.queue.get(self.current).copied()
     }
@@ -144,6 +218,16 @@ impl Context {
         if until > from {
             self.stalls[self.stall_next] = (from, until);
             self.stall_next = (self.stall_next + 1) % STALL_HISTORY;
+            self.stalls_until = self.stalls_until.max(until);
+        }
+    }
+
+    /// Moves this context's clock to `until`, counting the wait as a stall of thread `t`.
+    fn stall(&mut self, t: &mut SwThread, until: f64) {
+        if until > self.now {
+            t.counters.stall_cycles += (until - self.now) as u64;
+            self.record_stall(self.now, until);
+            self.now = until;
         }
     }
 
@@ -152,7 +236,10 @@ impl Context {
         if self.rate_epoch != epoch {
             return None;
         }
-        self.rates.iter().find(|&&(m, _)| m == mask).map(|&(_, dt)| dt)
+        self.rates
+            .iter()
+            .find(|&&(m, _)| m == mask)
+            .map(|&(_, dt)| dt)
     }
 
     fn cache_dt(&mut self, mask: u64, epoch: u64, dt: f64) {
@@ -165,20 +252,63 @@ impl Context {
 
     /// Whether this context is dispatching at time `t` (not stalled, not idle).
     fn issuing_at(&self, t: f64) -> bool {
-        !self.queue.is_empty() && !self.stalls.iter().any(|&(a, b)| a <= t && t < b)
+        if self.queue.is_empty() {
+            return false;
+        }
+        if t >= self.stalls_until {
+            return true;
+        }
+        // Stalls are recorded in time order: the newest one starting by `t` decides.
+        for i in 1..=STALL_HISTORY {
+            let (a, b) = self.stalls[(self.stall_next + STALL_HISTORY - i) % STALL_HISTORY];
+            if a <= t {
+                return t >= b;
+            }
+        }
+        true
+    }
+
+    /// Looks up every fetch line from `first_pc` to `last_pc` not looked up already; returns the
+    /// time the last of them is available (front-end misses are taken one after another).
+    fn fetch(
+        &mut self,
+        t: &mut SwThread,
+        mem: &mut MemorySystem,
+        first_pc: u64,
+        last_pc: u64,
+        now: f64,
+    ) -> f64 {
+        let mut ready = now;
+        for line in (first_pc >> self.fetch_shift)..=(last_pc >> self.fetch_shift) {
+            if line == self.last_fetch_line {
+                continue;
+            }
+            self.last_fetch_line = line;
+            let found = mem.fetch(t.who, line << self.fetch_shift, ready);
+            t.counters
+                .record_path(true, &self.fetch_levels, found.depth);
+            if found.depth > 0 {
+                ready = mem.ready_time(t.who.cpu, true, found, ready);
+            }
+        }
+        ready
     }
 }
 
 enum CoreKind {
     Ooo(OooCoreSpec),
-    Inorder(InorderCoreSpec, f64),
+    Inorder(InorderCoreSpec),
 }
 
 struct Core {
     kind: CoreKind,
     contexts: Vec<Context>,
+    /// Level-1 data misses holding a miss buffer.
+    miss_buffers: MissBuffers,
     /// Bumped whenever a phase or a running thread changes on this core (invalidates rates).
     epoch: u64,
+    /// The in-order core's clock (an out-of-order core's contexts keep their own).
+    cycle: f64,
     rr_next: usize,
     penalty: f64,
 }
@@ -196,7 +326,7 @@ impl Core {
                 .filter(|c| !c.queue.is_empty())
                 .map(|c| c.now)
                 .fold(f64::INFINITY, f64::min),
-            CoreKind::Inorder(_, now) => now,
+            CoreKind::Inorder(_) => self.cycle,
         }
     }
 
@@ -209,7 +339,11 @@ impl Core {
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
     #[error("logical CPU {cpu} does not exist on machine {machine} (it has CPUs 0-{last})")]
-    NoSuchCpu { cpu: u32, machine: String, last: u32 },
+    NoSuchCpu {
+        cpu: u32,
+        machine: String,
+        last: u32,
+    },
     #[error("nothing to run: no threads")]
     Empty,
     #[error("too many threads ({0}); at most 127")]
@@ -226,7 +360,11 @@ pub struct Simulation {
 }
 
 impl Simulation {
-    pub fn new(machine: &MachineModel, plans: Vec<ThreadPlan>, options: RunOptions) -> Result<Self, PlanError> {
+    pub fn new(
+        machine: &MachineModel,
+        plans: Vec<ThreadPlan>,
+        options: RunOptions,
+    ) -> Result<Self, PlanError> {
         if plans.is_empty() {
             return Err(PlanError::Empty);
         }
@@ -243,43 +381,19 @@ impl Simulation {
             }
         }
         let mem = MemorySystem::new(machine, plans.len());
-        let tpc = machine.topology.threads_per_core;
+        let quantum = options.quantum_cycles as f64;
         let mut cores: Vec<Core> = (0..machine.cores())
             .map(|core| Core {
                 kind: match &machine.core {
                     CoreSpec::SmtOoo(s) => CoreKind::Ooo(s.clone()),
-                    CoreSpec::FgmtInorder(s) => CoreKind::Inorder(s.clone(), 0.0),
+                    CoreSpec::FgmtInorder(s) => CoreKind::Inorder(s.clone()),
                 },
-                contexts: (0..tpc)
-                    .map(|t| {
-                        let cpu = machine.cpu_at(core, t);
-                        Context {
-                            queue: Vec::new(),
-                            current: 0,
-                            quantum_end: options.quantum_cycles as f64,
-                            now: 0.0,
-                            uop_seq: 0.0,
-                            load_seq: 0,
-                            inflight: VecDeque::new(),
-                            store_misses: VecDeque::new(),
-                            l1_misses: VecDeque::new(),
-                            chase_ready: 0.0,
-                            stalls: [(0.0, 0.0); STALL_HISTORY],
-                            stall_next: 0,
-                            ready_at: 0.0,
-                            pending: None,
-                            phase: u16::MAX,
-                            timing: PhaseTiming { ilp: 1.0, uops_per_instruction: 1.0, loads: 0.0, stores: 0.0, fp_ops: 0.0 },
-                            last_fetch_line: u64::MAX,
-                            rates: Vec::new(),
-                            rate_epoch: u64::MAX,
-                            fetch_levels: mem.fetch_levels(cpu),
-                            data_levels: mem.data_levels(cpu),
-                            fetch_shift: mem.fetch_line_shift(cpu),
-                        }
-                    })
+                contexts: (0..machine.topology.threads_per_core)
+                    .map(|t| Context::new(&mem, machine.cpu_at(core, t), quantum))
                     .collect(),
+                miss_buffers: MissBuffers::default(),
                 epoch: 0,
+                cycle: 0.0,
                 rr_next: 0,
                 penalty: match &machine.core {
                     CoreSpec::SmtOoo(s) => s.branch_mispredict_penalty_cycles as f64,
@@ -290,15 +404,28 @@ impl Simulation {
         let mut threads = Vec::with_capacity(plans.len());
         for (slot, p) in plans.into_iter().enumerate() {
             let loc = machine.cpu_location(p.cpu).expect("checked above");
-            cores[loc.core as usize].contexts[loc.thread as usize].queue.push(slot);
+            cores[loc.core as usize].contexts[loc.thread as usize]
+                .queue
+                .push(slot);
             threads.push(SwThread {
                 source: p.source,
-                who: Requester { slot: slot as u8, cpu: p.cpu, data_space: p.data_space, code_space: p.code_space },
+                who: Requester {
+                    slot: slot as u8,
+                    cpu: p.cpu,
+                    data_space: p.data_space,
+                    code_space: p.code_space,
+                },
                 counters: ThreadCounters::default(),
+                uops: 0.0,
                 warmup: p.warmup_instructions,
                 end: p.warmup_instructions + p.measure_instructions,
-                start_snapshot: None,
+                // A window that starts at the first instruction starts before anything happens.
+                start_snapshot: (p.warmup_instructions == 0
+                    && options.window == Window::Instructions)
+                    .then(|| (ThreadCounters::default(), 0.0)),
                 end_snapshot: None,
+                pending: None,
+                run_issued: 0,
             });
         }
         Ok(Simulation {
@@ -312,7 +439,9 @@ impl Simulation {
 
     /// Runs until every thread's window is complete.
     pub fn run(mut self) -> RunResult {
-        let active: Vec<usize> = (0..self.cores.len()).filter(|&c| self.cores[c].active()).collect();
+        let active: Vec<usize> = (0..self.cores.len())
+            .filter(|&c| self.cores[c].active())
+            .collect();
         while !self.threads.iter().all(SwThread::done) {
             // The core furthest behind in time runs next, up to a little past the next one.
             let mut first = active[0];
@@ -330,62 +459,75 @@ impl Simulation {
             }
             let limit = second_t + CORE_SLACK_CYCLES;
             let core = &mut self.cores[first];
+            let turn = Turn {
+                limit,
+                options: &self.options,
+                switch_cycles: self.switch_cycles,
+            };
             match core.kind {
-                CoreKind::Ooo(_) => run_ooo(core, &mut self.threads, &mut self.mem, limit, &self.options, self.switch_cycles),
-                CoreKind::Inorder(..) => run_inorder(core, &mut self.threads, &mut self.mem, limit, &self.options, self.switch_cycles),
+                CoreKind::Ooo(_) => run_ooo(core, &mut self.threads, &mut self.mem, &turn),
+                CoreKind::Inorder(_) => run_inorder(core, &mut self.threads, &mut self.mem, &turn),
             }
         }
-        let total_cycles = self.cores.iter().filter(|c| c.active()).map(Core::now).fold(0.0, f64::max);
+        let total_cycles = self
+            .cores
+            .iter()
+            .filter(|c| c.active())
+            .map(Core::now)
+            .fold(0.0, f64::max);
+        let instructions_simulated = self.threads.iter().map(|t| t.counters.instructions).sum();
         let threads = self
             .threads
             .iter()
             .map(|t| {
                 let (s, st) = t.start_snapshot.expect("window started");
                 let (e, et) = t.end_snapshot.expect("window ended");
-                ThreadResult { window: e - s, start_cycle: st, end_cycle: et }
+                ThreadResult {
+                    window: e - s,
+                    start_cycle: st,
+                    end_cycle: et,
+                }
             })
             .collect();
-        let instructions_simulated = self.threads.iter().map(|t| t.counters.instructions).sum();
-        RunResult { threads, total_cycles, instructions_simulated }
+        RunResult {
+            threads,
+            total_cycles,
+            instructions_simulated,
+        }
     }
 
-    /// Cache accesses and misses of software thread `slot` at each data-path cache of its CPU.
+    /// The caches and memory path, for inspection after a run.
     pub fn memory(&self) -> &MemorySystem {
         &self.mem
     }
 }
 
-/// Window bookkeeping after a thread retired an instruction at time `now`.
-#[inline]
-fn note_progress(t: &mut SwThread, now: f64, window: Window) {
-    if let Window::Instructions = window {
-        let n = t.counters.instructions;
-        if n == t.warmup && t.start_snapshot.is_none() {
-            t.start_snapshot = Some((t.counters, now));
-        }
-        if n == t.end && t.end_snapshot.is_none() {
-            t.end_snapshot = Some((t.counters, now));
-        }
-    }
+/// What a core's turn may do.
+struct Turn<'a> {
+    /// Run until the core's time passes this.
+    limit: f64,
+    options: &'a RunOptions,
+    switch_cycles: f64,
 }
 
 /// In a cycle window, snapshot every thread of a context once its time passes a boundary.
 #[inline]
 fn note_time(ctx: &Context, threads: &mut [SwThread], window: Window) {
     if let Window::Cycles { start, end } = window {
-        if ctx.now >= start {
-            for &s in &ctx.queue {
-                let t = &mut threads[s];
-                if t.start_snapshot.is_none() {
-                    t.start_snapshot = Some((t.counters, start));
-                }
+        for (boundary, is_end) in [(start, false), (end, true)] {
+            if ctx.now < boundary {
+                continue;
             }
-        }
-        if ctx.now >= end {
             for &s in &ctx.queue {
                 let t = &mut threads[s];
-                if t.end_snapshot.is_none() {
-                    t.end_snapshot = Some((t.counters, end));
+                let snap = Some((t.snapshot(), boundary));
+                let slot = if is_end {
+                    &mut t.end_snapshot
+                } else {
+                    &mut t.start_snapshot
+                };
+                if slot.is_none() {
+                    *slot = snap;
                 }
             }
         }
@@ -393,50 +535,95 @@ fn note_time(ctx: &Context, threads: &mut [SwThread], window: Window) {
 }
 
 /// Time-slicing: switch to the next thread of the context's queue when its quantum is over.
-fn maybe_switch(ctx: &mut Context, epoch: &mut u64, options: &RunOptions, switch_cycles: f64) {
+fn maybe_switch(ctx: &mut Context, epoch: &mut u64, turn: &Turn) {
     if ctx.queue.len() > 1 && ctx.now >= ctx.quantum_end {
         // The outgoing thread's outstanding misses complete before the switch.
-        let drain = ctx.inflight.iter().map(|m| m.complete).fold(ctx.now, f64::max).max(ctx.ready_at);
+        let drain = ctx
+            .inflight
+            .iter()
+            .map(|m| m.complete)
+            .fold(ctx.now, f64::max)
+            .max(ctx.ready_at);
         let from = ctx.now;
-        ctx.now = drain + switch_cycles;
+        ctx.now = drain + turn.switch_cycles;
         ctx.ready_at = ctx.now;
         ctx.record_stall(from, ctx.now);
         ctx.inflight.clear();
         ctx.store_misses.clear();
-        ctx.l1_misses.clear();
-        ctx.pending = None;
         ctx.current = (ctx.current + 1) % ctx.queue.len();
-        ctx.quantum_end = ctx.now + options.quantum_cycles as f64;
+        ctx.quantum_end = ctx.now + turn.options.quantum_cycles as f64;
         ctx.last_fetch_line = u64::MAX;
         ctx.phase = u16::MAX;
         *epoch += 1;
     }
 }
 
-fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, limit: f64, options: &RunOptions, switch_cycles: f64) {
-    let CoreKind::Ooo(spec) = &core.kind else { unreachable!() };
+/// Per-thread limits of an out-of-order core's buffers, given how many threads run on it.
+struct OooLimits {
+    rob: f64,
+    load_buffer: u64,
+    store_buffer: usize,
+    miss_buffers: usize,
+    shared_miss_buffers: bool,
+}
+
+/// Dispatches `k` plain instructions: each costs `dt` cycles, and the reorder buffer stalls the
+/// thread while the oldest incomplete miss holds it full.
+fn dispatch_plain(ctx: &mut Context, t: &mut SwThread, mut k: u32, uops: f64, dt: f64, rob: f64) {
+    while k > 0 {
+        while ctx.inflight.front().is_some_and(|m| m.complete <= ctx.now) {
+            ctx.inflight.pop_front();
+        }
+        let room = match ctx.inflight.front() {
+            None => k,
+            // Truncation is the floor here: the value is clamped non-negative first.
+            Some(m) => (((rob - (ctx.uop_seq - m.uop_seq)) / uops).max(0.0) as u32).min(k),
+        };
+        if room == 0 {
+            let until = ctx
+                .inflight
+                .front()
+                .expect("room is only short with a miss in flight")
+                .complete;
+            ctx.stall(t, until);
+            continue;
+        }
+        ctx.now += room as f64 * dt;
+        ctx.uop_seq += room as f64 * uops;
+        k -= room;
+    }
+}
+
+fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, turn: &Turn) {
+    let CoreKind::Ooo(spec) = &core.kind else {
+        unreachable!()
+    };
     let running = core.running();
-    let rob = spec.rob.per_thread(running) as f64;
-    let load_buf = spec.load_buffer.per_thread(running) as u64;
-    let store_buf = spec.store_buffer.per_thread(running) as usize;
-    let miss_buf = spec.miss_buffers.per_thread(running) as usize;
-    let shared_miss_buf = spec.miss_buffers.smt == smtsched_model::SmtSharing::Shared;
-    let penalty = core.penalty;
-    for _ in 0..TURN_INSTRUCTIONS {
+    let lim = OooLimits {
+        rob: spec.rob.per_thread(running) as f64,
+        load_buffer: spec.load_buffer.per_thread(running) as u64,
+        store_buffer: spec.store_buffer.per_thread(running) as usize,
+        miss_buffers: spec.miss_buffers.per_thread(running) as usize,
+        shared_miss_buffers: spec.miss_buffers.smt == SmtSharing::Shared,
+    };
+    let window = turn.options.window;
+    for _ in 0..TURN_STEPS {
         // The context furthest behind goes next.
         let mut ci = usize::MAX;
-        let mut best = f64::INFINITY;
+        let mut oldest = f64::INFINITY;
         for (i, c) in core.contexts.iter().enumerate() {
-            if !c.queue.is_empty() && c.now < best {
-                best = c.now;
+            if !c.queue.is_empty() && c.now < oldest {
+                oldest = c.now;
                 ci = i;
             }
         }
-        if ci == usize::MAX || best > limit {
+        if ci == usize::MAX || oldest > turn.limit {
             return;
         }
-        maybe_switch(&mut core.contexts[ci], &mut core.epoch, options, switch_cycles);
-        let slot = core.contexts[ci].thread().expect("active context has a thread");
+        maybe_switch(&mut core.contexts[ci], &mut core.epoch, turn);
+        let slot = core.contexts[ci]
+            .thread()
+            .expect("active context has a thread");
         let t = &mut threads[slot];
         let instr = t.source.next_instr();
         let began = core.contexts[ci].now;
@@ -449,10 +636,9 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, li
         }
 
         // Bandwidth share: depends on which siblings are dispatching right now.
-        let now = core.contexts[ci].now;
         let mut mask = 0u64;
         for (j, c) in core.contexts.iter().enumerate() {
-            if j != ci && c.issuing_at(now) {
+            if j != ci && c.issuing_at(began) {
                 mask |= 1 << j;
             }
         }
@@ -460,60 +646,56 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, li
             Some(dt) => dt,
             None => {
                 let mut phases = vec![core.contexts[ci].timing];
-                for (j, c) in core.contexts.iter().enumerate() {
-                    if mask & (1 << j) != 0 {
-                        phases.push(c.timing);
-                    }
-                }
-                let dt = 1.0 / share_bandwidth(spec, &phases, rob)[0];
+                phases.extend(
+                    core.contexts
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| mask & (1 << j) != 0)
+                        .map(|(_, c)| c.timing),
+                );
+                let dt = 1.0 / share_bandwidth(spec, &phases, lim.rob)[0];
                 core.contexts[ci].cache_dt(mask, core.epoch, dt);
                 dt
             }
         };
-        // Siblings' outstanding misses, when the miss buffers are one shared pool.
-        let mut core_misses: Vec<(f64, f64)> = Vec::new();
-        if shared_miss_buf {
-            for (j, c) in core.contexts.iter().enumerate() {
-                if j != ci {
-                    core_misses.extend(c.l1_misses.iter().copied().filter(|&(_, done)| done > now));
-                }
-            }
-        }
         let ctx = &mut core.contexts[ci];
         let uops = ctx.timing.uops_per_instruction;
 
-        // Fetch: one lookup per new fetch line; a miss stalls the front end.
-        let fline = instr.pc >> ctx.fetch_shift;
-        if fline != ctx.last_fetch_line {
-            ctx.last_fetch_line = fline;
-            let found = mem.fetch(t.who, instr.pc, ctx.now);
-            t.counters.record_path(true, &ctx.fetch_levels, found.depth);
-            if found.depth > 0 {
-                let from = ctx.now;
-                ctx.now = mem.ready_time(t.who.cpu, true, found, ctx.now);
-                ctx.record_stall(from, ctx.now);
-                t.counters.stall_cycles += (ctx.now - from) as u64;
-            }
+        // Front end: fetch lines not yet looked up; a miss stalls dispatch.
+        let ready = ctx.fetch(t, mem, instr.run_pc, instr.pc, ctx.now);
+        ctx.stall(t, ready);
+
+        // The run of plain instructions, split where a measurement window starts or ends.
+        let mut left = instr.run;
+        let mut fp_left = instr.run_fp;
+        while left > 0 {
+            let k = (t.to_boundary(window).max(1)).min(left as u64) as u32;
+            dispatch_plain(ctx, t, k, uops, dt, lim.rob);
+            let fp = fp_left.min(k);
+            fp_left -= fp;
+            left -= k;
+            t.counters.fp_ops += fp as u64;
+            t.counters.instructions += k as u64;
+            t.uops += k as f64 * uops;
+            t.note_progress(ctx.now, window);
         }
 
-        // The window: retire completed misses; stall while the oldest incomplete miss holds a full
-        // reorder buffer or load buffer.
+        // The event instruction: wait for the window to have room for it.
         loop {
             while ctx.inflight.front().is_some_and(|m| m.complete <= ctx.now) {
                 ctx.inflight.pop_front();
             }
             match ctx.inflight.front() {
-                Some(m) if ctx.uop_seq - m.uop_seq + uops > rob || ctx.load_seq - m.load_seq >= load_buf => {
-                    let from = ctx.now;
-                    ctx.now = m.complete;
-                    ctx.record_stall(from, ctx.now);
-                    t.counters.stall_cycles += (ctx.now - from) as u64;
+                Some(m)
+                    if ctx.uop_seq - m.uop_seq + uops > lim.rob
+                        || ctx.load_seq - m.load_seq >= lim.load_buffer =>
+                {
+                    let until = m.complete;
+                    ctx.stall(t, until);
                 }
                 _ => break,
             }
         }
-
-        // Dispatch.
         ctx.now += dt;
         ctx.uop_seq += uops;
         let now = ctx.now;
@@ -522,17 +704,29 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, li
                 t.counters.loads += 1;
                 ctx.load_seq += 1;
                 let found = mem.data(t.who, instr.addr, false, now);
-                t.counters.record_path(false, &ctx.data_levels, found.counted_depth(now));
+                t.counters
+                    .record_path(false, &ctx.data_levels, found.counted_depth(now));
                 let mut issue = now;
                 if instr.dependent && ctx.chase_ready > issue {
                     issue = ctx.chase_ready;
                 }
                 if found.depth > 0 {
                     // A miss needs a free miss buffer; waiting for one delays the access.
-                    issue = free_miss_buffer(&core_misses, ctx, issue, miss_buf);
+                    let owner = if lim.shared_miss_buffers {
+                        None
+                    } else {
+                        Some(ci)
+                    };
+                    issue = core
+                        .miss_buffers
+                        .free_at(issue, owner, lim.miss_buffers, oldest);
                     let ready = mem.ready_time(t.who.cpu, false, found, issue);
-                    insert_by_completion(&mut ctx.l1_misses, (issue, ready));
-                    ctx.inflight.push_back(Miss { uop_seq: ctx.uop_seq - uops, load_seq: ctx.load_seq - 1, complete: ready });
+                    core.miss_buffers.add(issue, ready, ci);
+                    ctx.inflight.push_back(Miss {
+                        uop_seq: ctx.uop_seq - uops,
+                        load_seq: ctx.load_seq - 1,
+                        complete: ready,
+                    });
                     if instr.dependent {
                         ctx.chase_ready = ready;
                     }
@@ -545,14 +739,13 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, li
                 while ctx.store_misses.front().is_some_and(|&d| d <= ctx.now) {
                     ctx.store_misses.pop_front();
                 }
-                if ctx.store_misses.len() >= store_buf {
-                    let from = ctx.now;
-                    ctx.now = ctx.store_misses.pop_front().expect("non-empty");
-                    ctx.record_stall(from, ctx.now);
-                    t.counters.stall_cycles += (ctx.now - from) as u64;
+                if ctx.store_misses.len() >= lim.store_buffer {
+                    let until = ctx.store_misses.pop_front().expect("non-empty");
+                    ctx.stall(t, until);
                 }
                 let found = mem.data(t.who, instr.addr, true, ctx.now);
-                t.counters.record_path(false, &ctx.data_levels, found.counted_depth(ctx.now));
+                t.counters
+                    .record_path(false, &ctx.data_levels, found.counted_depth(ctx.now));
                 if found.depth > 0 {
                     let ready = mem.ready_time(t.who.cpu, false, found, ctx.now);
                     insert_sorted(&mut ctx.store_misses, ready);
@@ -562,46 +755,55 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, li
                 t.counters.branches += 1;
                 if instr.mispredict {
                     t.counters.branch_mispredicts += 1;
-                    let from = ctx.now;
-                    ctx.now += penalty;
-                    ctx.record_stall(from, ctx.now);
-                    t.counters.stall_cycles += penalty as u64;
+                    let until = ctx.now + core.penalty;
+                    ctx.stall(t, until);
                 }
             }
             InstrKind::Fp => t.counters.fp_ops += 1,
             InstrKind::Int => {}
         }
         t.counters.instructions += 1;
-        t.counters.uops = ctx.uop_seq as u64;
+        t.uops += uops;
         t.counters.cycles += ctx.now - began;
-        note_progress(t, ctx.now, options.window);
-        note_time(ctx, threads, options.window);
+        t.note_progress(ctx.now, window);
+        note_time(ctx, threads, window);
     }
 }
 
-/// The earliest time at or after `t` when a miss buffer is free, given this context's outstanding
-/// misses and (for a shared pool) its siblings'.
-fn free_miss_buffer(siblings: &[(f64, f64)], ctx: &mut Context, t: f64, limit: usize) -> f64 {
-    while ctx.l1_misses.front().is_some_and(|&(_, done)| done <= t) {
-        ctx.l1_misses.pop_front();
-    }
-    let mut busy: Vec<f64> = ctx
-        .l1_misses
-        .iter()
-        .chain(siblings.iter())
-        .filter(|&&(issue, done)| issue <= t && t < done)
-        .map(|&(_, done)| done)
-        .collect();
-    if busy.len() < limit {
-        return t;
-    }
-    busy.sort_by(f64::total_cmp);
-    busy[busy.len() - limit]
+/// Level-1 data misses in flight on one core, each holding a miss buffer from issue to
+/// completion.
+#[derive(Default)]
+struct MissBuffers {
+    /// (issue, complete, context); unordered.
+    entries: Vec<(f64, f64, usize)>,
 }
 
-fn insert_by_completion(q: &mut VecDeque<(f64, f64)>, v: (f64, f64)) {
-    let pos = q.iter().rposition(|x| x.1 <= v.1).map_or(0, |p| p + 1);
-    q.insert(pos, v);
+impl MissBuffers {
+    /// The earliest time at or after `t` at which fewer than `limit` buffers are busy, counting
+    /// only `owner`'s misses (a per-thread share) or everyone's (`None`, one shared pool).
+    /// `horizon` is the time of the core's slowest context: no request comes from before it, so
+    /// misses complete by then are forgotten.
+    fn free_at(&mut self, t: f64, owner: Option<usize>, limit: usize, horizon: f64) -> f64 {
+        self.entries.retain(|&(_, done, _)| done > horizon);
+        let mut busy: [f64; 64] = [0.0; 64];
+        let mut n = 0;
+        for &(issue, done, ctx) in &self.entries {
+            if issue <= t && t < done && owner.is_none_or(|o| o == ctx) && n < busy.len() {
+                busy[n] = done;
+                n += 1;
+            }
+        }
+        if n < limit {
+            return t;
+        }
+        let busy = &mut busy[..n];
+        busy.sort_unstable_by(f64::total_cmp);
+        busy[n - limit]
+    }
+
+    fn add(&mut self, issue: f64, complete: f64, ctx: usize) {
+        self.entries.push((issue, complete, ctx));
+    }
 }
 
 fn insert_sorted(q: &mut VecDeque<f64>, v: f64) {
@@ -609,96 +811,112 @@ fn insert_sorted(q: &mut VecDeque<f64>, v: f64) {
     q.insert(pos, v);
 }
 
-fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, limit: f64, options: &RunOptions, switch_cycles: f64) {
-    let CoreKind::Inorder(spec, mut now) = core.kind.clone_spec() else { unreachable!() };
+/// One cycle-stepped turn of a fine-grained multithreaded in-order core: each cycle it issues from
+/// the next ready context in round-robin order; a context waits out its misses, branch penalties
+/// and floating-point latencies while the others issue.
+fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, turn: &Turn) {
+    let CoreKind::Inorder(spec) = &core.kind else {
+        unreachable!()
+    };
     let n = core.contexts.len();
-    let penalty = core.penalty;
+    let window = turn.options.window;
     let fp_latency = spec.fp_latency_cycles as f64;
-    let mut issued_total = 0u32;
-    while issued_total < TURN_INSTRUCTIONS && now <= limit {
-        let mut issued_this_cycle = 0;
+    let width = spec.issue_per_cycle;
+    let mut now = core.cycle;
+    let mut steps = 0;
+    while steps < TURN_STEPS && now <= turn.limit {
+        steps += 1;
+        let mut issued = 0;
         let mut k = 0;
-        while k < n && issued_this_cycle < spec.issue_per_cycle {
-            // Least recently issued ready context first (round-robin).
+        while k < n && issued < width {
             let ci = (core.rr_next + k) % n;
             k += 1;
             let ctx = &mut core.contexts[ci];
-            if ctx.queue.is_empty() {
-                continue;
-            }
-            if ctx.ready_at > now {
+            if ctx.queue.is_empty() || ctx.ready_at > now {
                 continue;
             }
             ctx.now = now;
-            maybe_switch(ctx, &mut core.epoch, options, switch_cycles);
+            maybe_switch(ctx, &mut core.epoch, turn);
             if ctx.ready_at > now {
                 continue;
             }
-            let slot = ctx.thread().expect("active");
-            let t = &mut threads[slot];
-            let instr = match ctx.pending.take() {
+            let t = &mut threads[ctx.thread().expect("active")];
+            let instr = match t.pending {
                 Some(i) => i,
                 None => {
-                    let instr = t.source.next_instr();
-                    let fline = instr.pc >> ctx.fetch_shift;
-                    if fline != ctx.last_fetch_line {
-                        ctx.last_fetch_line = fline;
-                        let found = mem.fetch(t.who, instr.pc, now);
-                        t.counters.record_path(true, &ctx.fetch_levels, found.depth);
-                        if found.depth > 0 {
-                            let ready = mem.ready_time(t.who.cpu, true, found, now);
-                            ctx.pending = Some(instr);
-                            ctx.ready_at = ready;
-                            t.counters.stall_cycles += (ready - now) as u64;
-                            continue;
-                        }
-                    }
-                    instr
+                    let i = t.source.next_instr();
+                    t.pending = Some(i);
+                    t.run_issued = 0;
+                    i
                 }
             };
-            issued_this_cycle += 1;
+            let in_run = t.run_issued < instr.run;
+            let pc = if in_run {
+                instr.run_pc + t.run_issued as u64 * instr.instr_bytes as u64
+            } else {
+                instr.pc
+            };
+            // Fetch; a miss makes the context wait and it issues this instruction later.
+            let fetched = ctx.fetch(t, mem, pc, pc, now);
+            if fetched > now {
+                t.counters.stall_cycles += (fetched - now) as u64;
+                ctx.ready_at = fetched;
+                continue;
+            }
+            issued += 1;
             core.rr_next = (ci + 1) % n;
             let mut ready = now + 1.0;
-            match instr.kind {
-                InstrKind::Load => {
-                    t.counters.loads += 1;
-                    let found = mem.data(t.who, instr.addr, false, now);
-                    t.counters.record_path(false, &ctx.data_levels, found.counted_depth(now));
-                    if found.depth > 0 {
-                        ready = mem.ready_time(t.who.cpu, false, found, now).max(ready);
-                    }
-                }
-                InstrKind::Store => {
-                    t.counters.stores += 1;
-                    let found = mem.data(t.who, instr.addr, true, now);
-                    t.counters.record_path(false, &ctx.data_levels, found.counted_depth(now));
-                    if found.depth > 0 {
-                        // Stores drain through a store buffer; the transfer still uses the bus.
-                        mem.ready_time(t.who.cpu, false, found, now);
-                    }
-                }
-                InstrKind::Branch => {
-                    t.counters.branches += 1;
-                    if instr.mispredict {
-                        t.counters.branch_mispredicts += 1;
-                        ready += penalty;
-                    }
-                }
-                InstrKind::Fp => {
+            if in_run {
+                // Plain instruction; the run's FP operations come first.
+                if t.run_issued < instr.run_fp {
                     t.counters.fp_ops += 1;
                     ready = ready.max(now + fp_latency);
                 }
-                InstrKind::Int => {}
+                t.run_issued += 1;
+            } else {
+                match instr.kind {
+                    InstrKind::Load => {
+                        t.counters.loads += 1;
+                        let found = mem.data(t.who, instr.addr, false, now);
+                        t.counters
+                            .record_path(false, &ctx.data_levels, found.counted_depth(now));
+                        if found.depth > 0 {
+                            ready = mem.ready_time(t.who.cpu, false, found, now).max(ready);
+                        }
+                    }
+                    InstrKind::Store => {
+                        t.counters.stores += 1;
+                        let found = mem.data(t.who, instr.addr, true, now);
+                        t.counters
+                            .record_path(false, &ctx.data_levels, found.counted_depth(now));
+                        if found.depth > 0 {
+                            // Stores drain through a store buffer; the transfer still uses the bus.
+                            mem.ready_time(t.who.cpu, false, found, now);
+                        }
+                    }
+                    InstrKind::Branch => {
+                        t.counters.branches += 1;
+                        if instr.mispredict {
+                            t.counters.branch_mispredicts += 1;
+                            ready += core.penalty;
+                        }
+                    }
+                    InstrKind::Fp => {
+                        t.counters.fp_ops += 1;
+                        ready = ready.max(now + fp_latency);
+                    }
+                    InstrKind::Int => {}
+                }
+                t.pending = None;
             }
             t.counters.stall_cycles += (ready - now - 1.0) as u64;
             t.counters.instructions += 1;
-            t.counters.uops += 1;
+            t.uops += 1.0;
             ctx.ready_at = ready;
-            note_progress(t, now + 1.0, options.window);
+            t.note_progress(now + 1.0, window);
         }
-        issued_total += issued_this_cycle.max(1);
         let before = now;
-        if issued_this_cycle > 0 {
+        if issued > 0 {
             now += 1.0;
         } else {
             // Nobody ready: skip to the first cycle someone is.
@@ -708,29 +926,18 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 .filter(|c| !c.queue.is_empty())
                 .map(|c| c.ready_at)
                 .fold(f64::INFINITY, f64::min);
-            now = next.max(now + 1.0).floor().max(now + 1.0);
+            now = next.ceil().max(now + 1.0);
         }
         // Every running thread lived through these cycles.
         for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
             ctx.now = now;
-            if let Some(&s) = ctx.queue.get(ctx.current) {
+            if let Some(s) = ctx.thread() {
                 threads[s].counters.cycles += now - before;
             }
         }
         for ctx in core.contexts.iter().filter(|c| !c.queue.is_empty()) {
-            note_time(ctx, threads, options.window);
+            note_time(ctx, threads, window);
         }
     }
-    if let CoreKind::Inorder(_, t) = &mut core.kind {
-        *t = now;
-    }
-}
-
-impl CoreKind {
-    fn clone_spec(&self) -> CoreKind {
-        match self {
-            CoreKind::Ooo(s) => CoreKind::Ooo(s.clone()),
-            CoreKind::Inorder(s, t) => CoreKind::Inorder(s.clone(), *t),
-        }
-    }
+    core.cycle = now;
 }

@@ -13,6 +13,6 @@ pub mod share;
 pub mod stream;
 
 pub use counters::ThreadCounters;
-pub use protocol::{Protocol, ProtocolError};
 pub use engine::{PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window};
+pub use protocol::{Protocol, ProtocolError};
 pub use stream::{InstructionSource, SyntheticStream};

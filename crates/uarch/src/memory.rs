@@ -46,7 +46,11 @@ impl Bus {
     fn transfer(&mut self, now: f64, bytes: u32) -> f64 {
         let occupancy = bytes as f64 * self.cycles_per_byte;
         self.busy_cycles += occupancy;
-        while self.busy.front().is_some_and(|&(_, end)| end < now - BUS_HISTORY_CYCLES) {
+        while self
+            .busy
+            .front()
+            .is_some_and(|&(_, end)| end < now - BUS_HISTORY_CYCLES)
+        {
             self.busy.pop_front();
         }
         let mut start = now;
@@ -108,7 +112,11 @@ impl Prefetcher {
     fn observe(&mut self, line: u64, missed: bool, out: &mut Vec<u64>) {
         self.clock += 1;
         // Lines of one 128-byte sector pair count as in sequence too.
-        if let Some(s) = self.streams.iter_mut().find(|s| line >= s.next.saturating_sub(1) && line <= s.next + 1) {
+        if let Some(s) = self
+            .streams
+            .iter_mut()
+            .find(|s| line >= s.next.saturating_sub(1) && line <= s.next + 1)
+        {
             s.next = line + 1;
             s.last_use = self.clock;
             s.confirmed = true;
@@ -121,16 +129,28 @@ impl Prefetcher {
         if !missed {
             return;
         }
-        let stream = Stream { next: line + 1, ahead: line + 1, confirmed: false, last_use: self.clock };
+        let stream = Stream {
+            next: line + 1,
+            ahead: line + 1,
+            confirmed: false,
+            last_use: self.clock,
+        };
         if self.streams.len() < self.capacity {
             self.streams.push(stream);
-        } else if let Some(victim) = self.streams.iter_mut().min_by_key(|s| (s.confirmed, s.last_use)) {
+        } else if let Some(victim) = self
+            .streams
+            .iter_mut()
+            .min_by_key(|s| (s.confirmed, s.last_use))
+        {
             *victim = stream;
         }
     }
 
     fn arrival(&self, line: u64) -> Option<f64> {
-        self.inflight.iter().find(|&&(l, _)| l == line).map(|&(_, t)| t)
+        self.inflight
+            .iter()
+            .find(|&&(l, _)| l == line)
+            .map(|&(_, t)| t)
     }
 
     fn record(&mut self, line: u64, ready: f64) {
@@ -247,8 +267,12 @@ impl MemorySystem {
                 .map(|(name, spec)| first_of[name] + instance(machine, spec.shared_by, cpu))
                 .collect()
         };
-        let fetch_path = (0..cpus).map(|c| path_for(CacheContents::Instructions, c)).collect();
-        let data_path = (0..cpus).map(|c| path_for(CacheContents::Data, c)).collect();
+        let fetch_path = (0..cpus)
+            .map(|c| path_for(CacheContents::Instructions, c))
+            .collect();
+        let data_path = (0..cpus)
+            .map(|c| path_for(CacheContents::Data, c))
+            .collect();
         let mem = &machine.memory;
         let buses = (0..instances(machine, mem.shared_by))
             .map(|_| Bus {
@@ -257,7 +281,9 @@ impl MemorySystem {
                 busy_cycles: 0.0,
             })
             .collect();
-        let bus_of_cpu = (0..cpus).map(|c| instance(machine, mem.shared_by, c)).collect();
+        let bus_of_cpu = (0..cpus)
+            .map(|c| instance(machine, mem.shared_by, c))
+            .collect();
         MemorySystem {
             caches,
             levels,
@@ -273,11 +299,17 @@ impl MemorySystem {
 
     /// Level numbers (1, 2, 3…) along the data path of `cpu`.
     pub fn data_levels(&self, cpu: u32) -> Vec<u8> {
-        self.data_path[cpu as usize].iter().map(|&i| self.levels[i].level).collect()
+        self.data_path[cpu as usize]
+            .iter()
+            .map(|&i| self.levels[i].level)
+            .collect()
     }
 
     pub fn fetch_levels(&self, cpu: u32) -> Vec<u8> {
-        self.fetch_path[cpu as usize].iter().map(|&i| self.levels[i].level).collect()
+        self.fetch_path[cpu as usize]
+            .iter()
+            .map(|&i| self.levels[i].level)
+            .collect()
     }
 
     /// Line size of the first cache on the fetch path (fetch blocks are looked up once per line).
@@ -334,12 +366,18 @@ impl MemorySystem {
             let mut not_before = 0.0;
             if !fetch && self.prefetchers[idx].is_some() {
                 if hit {
-                    not_before = self.prefetchers[idx].as_ref().and_then(|p| p.arrival(line)).unwrap_or(0.0);
+                    not_before = self.prefetchers[idx]
+                        .as_ref()
+                        .and_then(|p| p.arrival(line))
+                        .unwrap_or(0.0);
                 }
                 self.prefetch(idx, cpu, line, !hit, who.slot, now);
             }
             if hit {
-                return Lookup { depth: d, not_before };
+                return Lookup {
+                    depth: d,
+                    not_before,
+                };
             }
             if self.levels[idx].fill_adjacent {
                 if let Some(ev) = self.caches[idx].fill(line ^ 1, who.slot, false) {
@@ -347,7 +385,10 @@ impl MemorySystem {
                 }
             }
         }
-        Lookup { depth: path_len, not_before: 0.0 }
+        Lookup {
+            depth: path_len,
+            not_before: 0.0,
+        }
     }
 
     /// Lets the prefetcher of cache `idx` see a demand access and issue what it wants.
@@ -367,7 +408,10 @@ impl MemorySystem {
                 break;
             }
             if let Some(ev) = self.caches[idx].fill(l, slot, false) {
-                let depth = self.data_path[cpu].iter().position(|&i| i == idx).unwrap_or(0);
+                let depth = self.data_path[cpu]
+                    .iter()
+                    .position(|&i| i == idx)
+                    .unwrap_or(0);
                 self.write_back(false, cpu, depth, ev, now);
             }
             let bytes = self.levels[idx].line_bytes;
@@ -449,7 +493,11 @@ mod tests {
     use super::*;
 
     fn bus() -> Bus {
-        Bus { busy: Default::default(), cycles_per_byte: 1.0, busy_cycles: 0.0 }
+        Bus {
+            busy: Default::default(),
+            cycles_per_byte: 1.0,
+            busy_cycles: 0.0,
+        }
     }
 
     #[test]

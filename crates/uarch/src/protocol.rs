@@ -1,13 +1,17 @@
 //! The co-run measurement protocol of the thesis §3.3.1, in simulation: solo baselines, pairs on
 //! sibling threads, separate cores or one time-shared CPU, and the pairwise PR matrix.
 
-use crate::engine::{PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window};
+use crate::engine::{
+    PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window,
+};
 use crate::rng::{derive_seed, mix64};
 use crate::stream::SyntheticStream;
 use crate::ThreadCounters;
 use rayon::prelude::*;
 use smtsched_model::matrix::counter_map;
-use smtsched_model::{MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, WorkloadProfile, PR_MATRIX_FORMAT};
+use smtsched_model::{
+    MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, WorkloadProfile, PR_MATRIX_FORMAT,
+};
 use std::collections::BTreeMap;
 
 /// How every run is measured.
@@ -31,14 +35,22 @@ pub enum ProtocolError {
     #[error(transparent)]
     Plan(#[from] PlanError),
     #[error("placement {placement} is not available on machine {machine}: {reason}")]
-    Unavailable { placement: Placement, machine: String, reason: String },
+    Unavailable {
+        placement: Placement,
+        machine: String,
+        reason: String,
+    },
 }
 
 /// The stream of copy `copy` of `profile`: copies get their own seeds and a staggered start
 /// somewhere in the profile's phase cycle, as the thesis's random start delay did.
 pub fn stream_for(profile: &WorkloadProfile, seed: u64, copy: u32) -> SyntheticStream {
     let s = derive_seed(seed, &format!("{}#{}", profile.name, copy));
-    let offset = if copy == 0 { 0 } else { mix64(s) % profile.cycle_instructions().max(1) };
+    let offset = if copy == 0 {
+        0
+    } else {
+        mix64(s) % profile.cycle_instructions().max(1)
+    };
     SyntheticStream::new(profile, s, offset)
 }
 
@@ -77,14 +89,58 @@ pub fn run_together(
             }
         })
         .collect();
-    let options = RunOptions { window, quantum_cycles: proto.quantum_cycles };
+    let options = RunOptions {
+        window,
+        quantum_cycles: proto.quantum_cycles,
+    };
     Ok(Simulation::new(machine, plans, options)?.run())
 }
 
-/// Copy `copy` of `profile` alone on logical CPU `cpu`, every other CPU idle (halted).
-pub fn solo(machine: &MachineModel, profile: &WorkloadProfile, copy: u32, cpu: u32, proto: &Protocol) -> Result<ThreadResult, ProtocolError> {
-    // Run the earlier copies' streams? No: a copy's stream depends only on (seed, name, copy), so
-    // build that copy directly.
+/// Copy `copy` of `profile` alone on logical CPU `cpu`, every other CPU idle (halted), measured
+/// over the protocol's instruction window.
+pub fn solo(
+    machine: &MachineModel,
+    profile: &WorkloadProfile,
+    copy: u32,
+    cpu: u32,
+    proto: &Protocol,
+) -> Result<ThreadResult, ProtocolError> {
+    solo_in(machine, profile, copy, cpu, proto, Window::Instructions)
+}
+
+/// The solo baseline that matches a pair measured under `placement`: the instruction window, or
+/// for time sharing the same running time as each thread gets in the shared window, after the
+/// same one quantum of warm-up it has had by then.
+pub fn solo_for(
+    machine: &MachineModel,
+    profile: &WorkloadProfile,
+    copy: u32,
+    cpu: u32,
+    proto: &Protocol,
+    placement: Placement,
+) -> Result<ThreadResult, ProtocolError> {
+    let window = match placement {
+        Placement::Timeshare => {
+            let q = proto.quantum_cycles as f64;
+            Window::Cycles {
+                start: q,
+                end: q * (1 + proto.timeshare_rounds.max(1)) as f64,
+            }
+        }
+        _ => Window::Instructions,
+    };
+    solo_in(machine, profile, copy, cpu, proto, window)
+}
+
+fn solo_in(
+    machine: &MachineModel,
+    profile: &WorkloadProfile,
+    copy: u32,
+    cpu: u32,
+    proto: &Protocol,
+    window: Window,
+) -> Result<ThreadResult, ProtocolError> {
+    // A copy's stream depends only on (seed, name, copy), so that copy is built directly.
     let stream = stream_for(profile, proto.seed, copy);
     let plan = ThreadPlan {
         source: Box::new(stream),
@@ -94,14 +150,20 @@ pub fn solo(machine: &MachineModel, profile: &WorkloadProfile, copy: u32, cpu: u
         warmup_instructions: proto.warmup_instructions,
         measure_instructions: proto.measure_instructions,
     };
-    let options = RunOptions { window: Window::Instructions, quantum_cycles: proto.quantum_cycles };
+    let options = RunOptions {
+        window,
+        quantum_cycles: proto.quantum_cycles,
+    };
     Ok(Simulation::new(machine, vec![plan], options)?.run().threads[0])
 }
 
 /// The two logical CPUs a pair uses under `placement` (the same CPU twice for time sharing). As in
 /// the thesis, siblings use the last core (package 1 on Northwood) and cores use the first thread
 /// of the first and last cores.
-pub fn placement_cpus(machine: &MachineModel, placement: Placement) -> Result<[u32; 2], ProtocolError> {
+pub fn placement_cpus(
+    machine: &MachineModel,
+    placement: Placement,
+) -> Result<[u32; 2], ProtocolError> {
     let unavailable = |reason: &str| ProtocolError::Unavailable {
         placement,
         machine: machine.name.clone(),
@@ -146,7 +208,10 @@ pub fn pair(
     let window = match placement {
         Placement::Timeshare => {
             let round = 2.0 * proto.quantum_cycles as f64;
-            Window::Cycles { start: round, end: round * (1 + proto.timeshare_rounds.max(1)) as f64 }
+            Window::Cycles {
+                start: round,
+                end: round * (1 + proto.timeshare_rounds.max(1)) as f64,
+            }
         }
         _ => Window::Instructions,
     };
@@ -157,7 +222,10 @@ pub fn pair(
         // Same time: co-run rate over solo rate.
         Window::Cycles { .. } => r.threads[i].ipc() / solo[i].ipc(),
     };
-    Ok(PairOutcome { pr: [pr(0), pr(1)], window: [r.threads[0].window, r.threads[1].window] })
+    Ok(PairOutcome {
+        pr: [pr(0), pr(1)],
+        window: [r.threads[0].window, r.threads[1].window],
+    })
 }
 
 fn counters_of(c: &ThreadCounters) -> BTreeMap<String, f64> {
@@ -180,29 +248,47 @@ pub fn matrix(
     let solos: Vec<ThreadResult> = solo_jobs
         .par_iter()
         .map(|&(i, copy)| {
-            let r = solo(machine, &profiles[i], copy, cpus[0], proto);
+            let r = solo_for(machine, &profiles[i], copy, cpus[0], proto, placement);
             progress();
             r
         })
         .collect::<Result<_, _>>()?;
     let solo_of = |i: usize, copy: u32| &solos[i * 2 + copy as usize];
-    let pairs: Vec<(usize, usize)> = (0..profiles.len()).flat_map(|a| (a..profiles.len()).map(move |b| (a, b))).collect();
+    let pairs: Vec<(usize, usize)> = (0..profiles.len())
+        .flat_map(|a| (a..profiles.len()).map(move |b| (a, b)))
+        .collect();
     let outcomes: Vec<PairOutcome> = pairs
         .par_iter()
         .map(|&(a, b)| {
             let copy_b = if a == b { 1 } else { 0 };
-            let r = pair(machine, &profiles[a], &profiles[b], placement, proto, [solo_of(a, 0), solo_of(b, copy_b)]);
+            let r = pair(
+                machine,
+                &profiles[a],
+                &profiles[b],
+                placement,
+                proto,
+                [solo_of(a, 0), solo_of(b, copy_b)],
+            );
             progress();
             r
         })
         .collect::<Result<_, _>>()?;
     let mut settings = BTreeMap::new();
     settings.insert("seed".into(), proto.seed.to_string());
-    settings.insert("warmup_instructions".into(), proto.warmup_instructions.to_string());
-    settings.insert("measure_instructions".into(), proto.measure_instructions.to_string());
+    settings.insert(
+        "warmup_instructions".into(),
+        proto.warmup_instructions.to_string(),
+    );
+    settings.insert(
+        "measure_instructions".into(),
+        proto.measure_instructions.to_string(),
+    );
     if placement == Placement::Timeshare {
         settings.insert("quantum_cycles".into(), proto.quantum_cycles.to_string());
-        settings.insert("timeshare_rounds".into(), proto.timeshare_rounds.to_string());
+        settings.insert(
+            "timeshare_rounds".into(),
+            proto.timeshare_rounds.to_string(),
+        );
     }
     settings.insert("cpus".into(), format!("{},{}", cpus[0], cpus[1]));
     Ok(PrMatrix {
@@ -215,7 +301,11 @@ pub fn matrix(
         solo: profiles
             .iter()
             .enumerate()
-            .map(|(i, p)| SoloRecord { workload: p.name.clone(), rate: solo_of(i, 0).ipc(), counters: counters_of(&solo_of(i, 0).window) })
+            .map(|(i, p)| SoloRecord {
+                workload: p.name.clone(),
+                rate: solo_of(i, 0).ipc(),
+                counters: counters_of(&solo_of(i, 0).window),
+            })
             .collect(),
         pairs: pairs
             .iter()

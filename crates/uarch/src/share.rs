@@ -25,7 +25,10 @@ pub fn ilp_in_window(ilp: f64, window_uops: f64) -> f64 {
 pub fn share_bandwidth(core: &OooCoreSpec, phases: &[PhaseTiming], window_uops: f64) -> Vec<f64> {
     let phases: Vec<PhaseTiming> = phases
         .iter()
-        .map(|p| PhaseTiming { ilp: ilp_in_window(p.ilp, window_uops), ..*p })
+        .map(|p| PhaseTiming {
+            ilp: ilp_in_window(p.ilp, window_uops),
+            ..*p
+        })
         .collect();
     let phases = &phases[..];
     let n = phases.len();
@@ -51,8 +54,14 @@ pub fn share_bandwidth(core: &OooCoreSpec, phases: &[PhaseTiming], window_uops: 
         }
         let mut slack = [0.0; 4];
         for r in 0..4 {
-            let used: f64 = (0..n).filter(|&j| frozen[j]).map(|j| rate[j] * demand(&phases[j])[r]).sum();
-            let per_level: f64 = open.iter().map(|&i| demand(&phases[i])[r] / phases[i].uops_per_instruction).sum();
+            let used: f64 = (0..n)
+                .filter(|&j| frozen[j])
+                .map(|j| rate[j] * demand(&phases[j])[r])
+                .sum();
+            let per_level: f64 = open
+                .iter()
+                .map(|&i| demand(&phases[i])[r] / phases[i].uops_per_instruction)
+                .sum();
             slack[r] = (caps[r] - used).max(0.0);
             if per_level > EPS {
                 level = level.min(slack[r] / per_level);
@@ -92,7 +101,11 @@ mod tests {
     use smtsched_model::{SmtSharing, WindowResource};
 
     fn core(width: f64) -> OooCoreSpec {
-        let w = WindowResource { entries: 100, smt: SmtSharing::Partitioned, watermark_fraction: None };
+        let w = WindowResource {
+            entries: 100,
+            smt: SmtSharing::Partitioned,
+            watermark_fraction: None,
+        };
         OooCoreSpec {
             frontend_uops_per_cycle: width,
             loads_per_cycle: 1.0,
@@ -107,7 +120,13 @@ mod tests {
     }
 
     fn phase(ilp: f64, uops: f64, loads: f64, fp: f64) -> PhaseTiming {
-        PhaseTiming { ilp, uops_per_instruction: uops, loads, stores: 0.0, fp_ops: fp }
+        PhaseTiming {
+            ilp,
+            uops_per_instruction: uops,
+            loads,
+            stores: 0.0,
+            fp_ops: fp,
+        }
     }
 
     #[test]
@@ -125,15 +144,26 @@ mod tests {
 
     #[test]
     fn two_hungry_threads_split_the_front_end_equally() {
-        let r = share_bandwidth(&core(3.0), &[phase(3.0, 1.0, 0.0, 0.0), phase(3.0, 1.0, 0.0, 0.0)], 128.0);
+        let r = share_bandwidth(
+            &core(3.0),
+            &[phase(3.0, 1.0, 0.0, 0.0), phase(3.0, 1.0, 0.0, 0.0)],
+            128.0,
+        );
         assert!((r[0] - 1.5).abs() < 1e-12 && (r[1] - 1.5).abs() < 1e-12);
     }
 
     #[test]
     fn share_a_thread_cannot_use_goes_to_the_other() {
         // Thread 0 needs 0.5 uops/cycle; thread 1 gets the remaining 2.5.
-        let r = share_bandwidth(&core(3.0), &[phase(0.5, 1.0, 0.0, 0.0), phase(3.0, 1.0, 0.0, 0.0)], 128.0);
-        assert!((r[0] - 0.5).abs() < 1e-12 && (r[1] - 2.5).abs() < 1e-12, "{r:?}");
+        let r = share_bandwidth(
+            &core(3.0),
+            &[phase(0.5, 1.0, 0.0, 0.0), phase(3.0, 1.0, 0.0, 0.0)],
+            128.0,
+        );
+        assert!(
+            (r[0] - 0.5).abs() < 1e-12 && (r[1] - 2.5).abs() < 1e-12,
+            "{r:?}"
+        );
     }
 
     #[test]
@@ -145,8 +175,15 @@ mod tests {
     #[test]
     fn fp_heavy_pair_is_limited_by_the_fp_unit() {
         // Two threads, half their instructions FP, one FP op per cycle: 1 FP op/cycle in total.
-        let r = share_bandwidth(&core(6.0), &[phase(2.0, 1.0, 0.0, 0.5), phase(2.0, 1.0, 0.0, 0.5)], 128.0);
+        let r = share_bandwidth(
+            &core(6.0),
+            &[phase(2.0, 1.0, 0.0, 0.5), phase(2.0, 1.0, 0.0, 0.5)],
+            128.0,
+        );
         let fp_total = 0.5 * (r[0] + r[1]);
-        assert!((fp_total - 1.0).abs() < 1e-9 && (r[0] - r[1]).abs() < 1e-12, "{r:?}");
+        assert!(
+            (fp_total - 1.0).abs() < 1e-9 && (r[0] - r[1]).abs() < 1e-12,
+            "{r:?}"
+        );
     }
 }

@@ -14,9 +14,22 @@ pub enum InstrKind {
     Fp,
 }
 
-/// One dynamic instruction as the timing models see it.
+/// Longest run of plain instructions delivered with one event (keeps threads interleaving finely).
+pub const MAX_RUN: u32 = 64;
+
+/// One dynamic instruction as the timing models see it — a load, store or branch (an "event") —
+/// together with the run of plain integer and floating-point instructions that precede it in
+/// program order. Batching the plain ones is what makes the simulator fast; the timing models
+/// still account for each of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Instr {
+    /// Plain instructions before this one, at `run_pc`, `run_pc + instr_bytes`, …
+    pub run: u32,
+    /// How many of the run are floating-point operations.
+    pub run_fp: u32,
+    pub run_pc: u64,
+    pub instr_bytes: u32,
+    /// Usually a load, store or branch; `Int`/`Fp` when a run ends at a phase or code boundary.
     pub kind: InstrKind,
     /// Byte address of the instruction in the program's code.
     pub pc: u64,
@@ -103,7 +116,11 @@ impl DataState {
             }
             AccessPattern::Sequential | AccessPattern::Strided => {
                 let s = self.next_stream;
-                self.next_stream = if s + 1 == self.cursors.len() { 0 } else { s + 1 };
+                self.next_stream = if s + 1 == self.cursors.len() {
+                    0
+                } else {
+                    s + 1
+                };
                 let off = self.cursors[s];
                 let mut next = off + self.stride;
                 if next >= self.slice {
@@ -205,12 +222,20 @@ impl SyntheticStream {
                 .code
                 .iter()
                 .map(|c| {
-                    let existing = (!c.name.is_empty()).then(|| code_names.get(&c.name).copied()).flatten();
+                    let existing = (!c.name.is_empty())
+                        .then(|| code_names.get(&c.name).copied())
+                        .flatten();
                     let idx = existing.unwrap_or_else(|| {
                         let i = code.len();
-                        let base = (1u64 << 44) + ((i as u64 + 1) << 32) + i as u64 * REGION_SKEW_BYTES;
-                        let size = c.size_bytes / p.instruction_bytes as u64 * p.instruction_bytes as u64;
-                        code.push(CodeArea { base, size, quantiles: c.power_law().map(|l| quantiles(&l)).unwrap_or_default() });
+                        let base =
+                            (1u64 << 44) + ((i as u64 + 1) << 32) + i as u64 * REGION_SKEW_BYTES;
+                        let size =
+                            c.size_bytes / p.instruction_bytes as u64 * p.instruction_bytes as u64;
+                        code.push(CodeArea {
+                            base,
+                            size,
+                            quantiles: c.power_law().map(|l| quantiles(&l)).unwrap_or_default(),
+                        });
                         if !c.name.is_empty() {
                             code_names.insert(c.name.clone(), i);
                         }
@@ -223,7 +248,9 @@ impl SyntheticStream {
                 .data
                 .iter()
                 .map(|d| {
-                    let existing = (!d.name.is_empty()).then(|| data_names.get(&d.name).copied()).flatten();
+                    let existing = (!d.name.is_empty())
+                        .then(|| data_names.get(&d.name).copied())
+                        .flatten();
                     let idx = existing.unwrap_or_else(|| {
                         let i = data.len();
                         let base = ((i as u64 + 1) << 36) + i as u64 * REGION_SKEW_BYTES;
@@ -307,7 +334,8 @@ impl SyntheticStream {
         let slot = if area.quantiles.is_empty() {
             self.rng.below(slots)
         } else {
-            ((skewed_fraction(&area.quantiles, self.rng.next_u64()) * slots as f64) as u64).min(slots - 1)
+            ((skewed_fraction(&area.quantiles, self.rng.next_u64()) * slots as f64) as u64)
+                .min(slots - 1)
         };
         self.pc = area.base + slot * p.instr_bytes;
     }
@@ -321,18 +349,41 @@ impl InstructionSource for SyntheticStream {
     #[inline]
     fn next_instr(&mut self) -> Instr {
         if self.remaining == 0 {
-            let next = if self.phase + 1 == self.phases.len() { 0 } else { self.phase + 1 };
+            let next = if self.phase + 1 == self.phases.len() {
+                0
+            } else {
+                self.phase + 1
+            };
             self.enter_phase(next);
         }
-        self.remaining -= 1;
         let p = &self.phases[self.phase];
+        let run_pc = self.pc;
+        let mut run = 0;
+        let mut run_fp = 0;
+        // Plain instructions accumulate into the run until an event, the end of the phase, the
+        // end of the code area or the run limit.
+        let r = loop {
+            self.remaining -= 1;
+            let r = self.rng.next_u64();
+            let last =
+                self.remaining == 0 || self.pc + p.instr_bytes >= self.area_end || run == MAX_RUN;
+            if r < p.t_branch || last {
+                break r;
+            }
+            run += 1;
+            run_fp += (r < p.t_fp) as u32;
+            self.pc += p.instr_bytes;
+        };
         let pc = self.pc;
         self.pc += p.instr_bytes;
         if self.pc >= self.area_end {
             self.pc = self.area_start;
         }
-        let r = self.rng.next_u64();
         let mut instr = Instr {
+            run,
+            run_fp,
+            run_pc,
+            instr_bytes: p.instr_bytes as u32,
             kind: InstrKind::Int,
             pc,
             addr: 0,
@@ -341,10 +392,15 @@ impl InstructionSource for SyntheticStream {
             phase: self.phase as u16,
         };
         if r < p.t_store {
-            instr.kind = if r < p.t_load { InstrKind::Load } else { InstrKind::Store };
+            instr.kind = if r < p.t_load {
+                InstrKind::Load
+            } else {
+                InstrKind::Store
+            };
             let region = pick(&p.data, self.rng.next_u64());
             let d = &mut self.data[region];
-            instr.dependent = d.pattern == AccessPattern::PointerChase && instr.kind == InstrKind::Load;
+            instr.dependent =
+                d.pattern == AccessPattern::PointerChase && instr.kind == InstrKind::Load;
             instr.addr = d.address(&mut self.rng);
         } else if r < p.t_branch {
             instr.kind = InstrKind::Branch;

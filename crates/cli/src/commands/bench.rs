@@ -1,8 +1,8 @@
 //! `bench`: how fast the simulator runs on this host.
 
 use super::{json_out, machine, out};
-use crate::errors::bad_input;
 use crate::args::BenchArgs;
+use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_workload, Placement};
 use smtsched_uarch::protocol::{placement_cpus, run_together};
@@ -14,7 +14,10 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if names.is_empty() {
         return Err(bad_input("--workloads names no workloads"));
     }
-    let profiles = names.iter().map(|n| load_workload(n, &[])).collect::<Result<Vec<_>, _>>()?;
+    let profiles = names
+        .iter()
+        .map(|n| load_workload(n, &[]))
+        .collect::<Result<Vec<_>, _>>()?;
     let cpus = if profiles.len() == 2 && m.topology.threads_per_core >= 2 {
         placement_cpus(&m, Placement::Siblings)?.to_vec()
     } else {

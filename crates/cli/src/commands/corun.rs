@@ -14,9 +14,16 @@ use std::collections::BTreeMap;
 pub fn parse_placement(text: &str, m: &MachineModel) -> Result<Vec<u32>> {
     let mut cpus = Vec::new();
     for part in text.split(',').map(str::trim) {
-        let bad = || bad_input(format!("--placement {text:?}: {part:?} is not a CPU number or range"));
+        let bad = || {
+            bad_input(format!(
+                "--placement {text:?}: {part:?} is not a CPU number or range"
+            ))
+        };
         let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<u32>().map_err(|_| bad())?, b.trim().parse::<u32>().map_err(|_| bad())?),
+            Some((a, b)) => (
+                a.trim().parse::<u32>().map_err(|_| bad())?,
+                b.trim().parse::<u32>().map_err(|_| bad())?,
+            ),
             None => {
                 let v = part.parse::<u32>().map_err(|_| bad())?;
                 (v, v)
@@ -41,11 +48,19 @@ pub fn parse_placement(text: &str, m: &MachineModel) -> Result<Vec<u32>> {
 
 pub fn run(a: CorunArgs) -> Result<()> {
     let m = machine(&a.sim.machine, &a.sim.set)?;
-    let profiles: Vec<WorkloadProfile> = a.workloads.iter().map(|w| workload(w)).collect::<Result<_>>()?;
+    let profiles: Vec<WorkloadProfile> = a
+        .workloads
+        .iter()
+        .map(|w| workload(w))
+        .collect::<Result<_>>()?;
     let cpus = match &a.placement {
         Some(p) => parse_placement(p, &m)?,
-        None if profiles.len() == 2 && m.topology.threads_per_core >= 2 => placement_cpus(&m, Placement::Siblings)?.to_vec(),
-        None => (0..profiles.len() as u32).map(|i| i % m.logical_cpus()).collect(),
+        None if profiles.len() == 2 && m.topology.threads_per_core >= 2 => {
+            placement_cpus(&m, Placement::Siblings)?.to_vec()
+        }
+        None => (0..profiles.len() as u32)
+            .map(|i| i % m.logical_cpus())
+            .collect(),
     };
     if cpus.len() != profiles.len() {
         return Err(bad_input(format!(
@@ -65,7 +80,12 @@ pub fn run(a: CorunArgs) -> Result<()> {
     }
     let threads: Vec<(&WorkloadProfile, u32)> = profiles.iter().zip(cpus.iter().copied()).collect();
     let r = run_together(&m, &threads, &proto, Window::Instructions)?;
-    let prs: Vec<f64> = r.threads.iter().zip(&solos).map(|(t, s)| s.elapsed_cycles() / t.elapsed_cycles()).collect();
+    let prs: Vec<f64> = r
+        .threads
+        .iter()
+        .zip(&solos)
+        .map(|(t, s)| s.elapsed_cycles() / t.elapsed_cycles())
+        .collect();
     let speedup: f64 = prs.iter().sum();
     if a.json {
         let threads: Vec<_> = profiles
@@ -84,8 +104,21 @@ pub fn run(a: CorunArgs) -> Result<()> {
             "machine": m.name, "seed": proto.seed, "system_speedup": speedup, "threads": threads,
         }));
     }
-    let mut t = Table::new(["workload", "cpu", "IPC", "solo IPC", "PR", "L1D miss %", "L2 MPKI"]);
-    for (((p, cpu), (th, s)), pr) in profiles.iter().zip(&cpus).zip(r.threads.iter().zip(&solos)).zip(&prs) {
+    let mut t = Table::new([
+        "workload",
+        "cpu",
+        "IPC",
+        "solo IPC",
+        "PR",
+        "L1D miss %",
+        "L2 MPKI",
+    ]);
+    for (((p, cpu), (th, s)), pr) in profiles
+        .iter()
+        .zip(&cpus)
+        .zip(r.threads.iter().zip(&solos))
+        .zip(&prs)
+    {
         let c = &th.window;
         t.row([
             p.name.clone(),
@@ -94,7 +127,10 @@ pub fn run(a: CorunArgs) -> Result<()> {
             format!("{:.3}", s.ipc()),
             format!("{pr:.3}"),
             format!("{:.2}", 100.0 * c.l1d_miss_ratio()),
-            format!("{:.2}", c.l2_misses as f64 * 1000.0 / c.instructions.max(1) as f64),
+            format!(
+                "{:.2}",
+                c.l2_misses as f64 * 1000.0 / c.instructions.max(1) as f64
+            ),
         ]);
     }
     out(&t.render())?;

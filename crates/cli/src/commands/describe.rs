@@ -3,7 +3,9 @@
 use super::{json_out, out, parse_overrides};
 use crate::args::{ListShow, ShowAction};
 use anyhow::Result;
-use smtsched_model::{loader, machine_from_source, workload_from_source, CoreSpec, MACHINE_PRESETS, WORKLOAD_PRESETS};
+use smtsched_model::{
+    loader, machine_from_source, workload_from_source, CoreSpec, MACHINE_PRESETS, WORKLOAD_PRESETS,
+};
 use smtsched_report::Table;
 
 pub fn machines(a: ListShow) -> Result<()> {
@@ -17,8 +19,17 @@ pub fn machines(a: ListShow) -> Result<()> {
                     CoreSpec::SmtOoo(_) => "smt-ooo",
                     CoreSpec::FgmtInorder(_) => "fgmt-inorder",
                 };
-                let shape = format!("{}x{}x{}", m.topology.packages, m.topology.cores_per_package, m.topology.threads_per_core);
-                rows.push((m.name.clone(), shape, kind, m.clock_ghz, m.description.clone()));
+                let shape = format!(
+                    "{}x{}x{}",
+                    m.topology.packages, m.topology.cores_per_package, m.topology.threads_per_core
+                );
+                rows.push((
+                    m.name.clone(),
+                    shape,
+                    kind,
+                    m.clock_ghz,
+                    m.description.clone(),
+                ));
             }
             if a.json {
                 let v: Vec<_> = rows
@@ -27,7 +38,13 @@ pub fn machines(a: ListShow) -> Result<()> {
                     .collect();
                 return json_out(&v);
             }
-            let mut t = Table::new(["name", "packages x cores x threads", "core", "GHz", "description"]);
+            let mut t = Table::new([
+                "name",
+                "packages x cores x threads",
+                "core",
+                "GHz",
+                "description",
+            ]);
             for r in rows {
                 t.row([r.0, r.1, r.2.to_string(), format!("{}", r.3), r.4]);
             }
@@ -55,7 +72,12 @@ pub fn workloads(a: ListShow) -> Result<()> {
             for p in WORKLOAD_PRESETS {
                 let src = loader::resolve("workload", p.name, WORKLOAD_PRESETS)?;
                 let w = workload_from_source(&src, &[])?;
-                rows.push((w.name.clone(), w.program.clone(), w.phase.len(), w.description.clone()));
+                rows.push((
+                    w.name.clone(),
+                    w.program.clone(),
+                    w.phase.len(),
+                    w.description.clone(),
+                ));
             }
             if a.json {
                 let v: Vec<_> = rows

@@ -29,7 +29,9 @@ pub fn run(command: Command) -> Result<()> {
 }
 
 pub(crate) fn parse_overrides(set: &[String]) -> Result<Vec<Override>> {
-    set.iter().map(|s| s.parse::<Override>().map_err(anyhow::Error::new)).collect()
+    set.iter()
+        .map(|s| s.parse::<Override>().map_err(anyhow::Error::new))
+        .collect()
 }
 
 pub(crate) fn machine(name: &str, set: &[String]) -> Result<MachineModel> {
@@ -43,10 +45,15 @@ pub(crate) fn workload(name: &str) -> Result<WorkloadProfile> {
 /// The measurement protocol the simulation options describe.
 pub(crate) fn protocol(sim: &SimArgs, machine: &MachineModel, rounds: u32) -> Result<Protocol> {
     if !(sim.quantum_ms > 0.0 && sim.quantum_ms.is_finite()) {
-        return Err(bad_input(format!("--quantum-ms {}: must be a positive number of milliseconds", sim.quantum_ms)));
+        return Err(bad_input(format!(
+            "--quantum-ms {}: must be a positive number of milliseconds",
+            sim.quantum_ms
+        )));
     }
     if rounds == 0 {
-        return Err(bad_input("--rounds 0: at least one measured round is needed"));
+        return Err(bad_input(
+            "--rounds 0: at least one measured round is needed",
+        ));
     }
     Ok(Protocol {
         seed: sim.seed,
@@ -70,5 +77,6 @@ pub(crate) fn json_out<T: serde::Serialize>(value: &T) -> Result<()> {
 
 /// Writes an output file atomically, naming it in any error.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    smtsched_report::write_atomic(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+    smtsched_report::write_atomic(path, bytes)
+        .with_context(|| format!("cannot write {}", path.display()))
 }

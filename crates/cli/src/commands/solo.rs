@@ -43,8 +43,18 @@ pub fn run(a: SoloArgs) -> Result<()> {
 pub fn counter_table(m: &MachineModel, c: &ThreadCounters) -> String {
     let per_k = |x: u64| x as f64 * 1000.0 / c.instructions.max(1) as f64;
     let mut t = Table::new(["counter", "value", "per 1000 instr", "ratio"]);
-    t.row(["cycles".to_string(), format!("{:.0}", c.cycles), String::new(), String::new()]);
-    t.row(["instructions".to_string(), c.instructions.to_string(), String::new(), format!("IPC {:.3}", c.ipc())]);
+    t.row([
+        "cycles".to_string(),
+        format!("{:.0}", c.cycles),
+        String::new(),
+        String::new(),
+    ]);
+    t.row([
+        "instructions".to_string(),
+        c.instructions.to_string(),
+        String::new(),
+        format!("IPC {:.3}", c.ipc()),
+    ]);
     for (name, v) in [
         ("uops", c.uops),
         ("loads", c.loads),
@@ -54,7 +64,12 @@ pub fn counter_table(m: &MachineModel, c: &ThreadCounters) -> String {
         ("fp ops", c.fp_ops),
         ("stall cycles", c.stall_cycles),
     ] {
-        t.row([name.to_string(), v.to_string(), format!("{:.2}", per_k(v)), String::new()]);
+        t.row([
+            name.to_string(),
+            v.to_string(),
+            format!("{:.2}", per_k(v)),
+            String::new(),
+        ]);
     }
     let level_counts = |contents: CacheContents, level: u8| match (contents, level) {
         (CacheContents::Instructions, 1) => (c.l1i_accesses, c.l1i_misses),
@@ -69,9 +84,23 @@ pub fn counter_table(m: &MachineModel, c: &ThreadCounters) -> String {
                 continue;
             }
             let (acc, miss) = level_counts(contents, spec.level);
-            let ratio = if acc > 0 { miss as f64 / acc as f64 } else { 0.0 };
-            t.row([format!("{name} accesses"), acc.to_string(), format!("{:.2}", per_k(acc)), String::new()]);
-            t.row([format!("{name} misses"), miss.to_string(), format!("{:.2}", per_k(miss)), format!("{:.2}% miss", 100.0 * ratio)]);
+            let ratio = if acc > 0 {
+                miss as f64 / acc as f64
+            } else {
+                0.0
+            };
+            t.row([
+                format!("{name} accesses"),
+                acc.to_string(),
+                format!("{:.2}", per_k(acc)),
+                String::new(),
+            ]);
+            t.row([
+                format!("{name} misses"),
+                miss.to_string(),
+                format!("{:.2}", per_k(miss)),
+                format!("{:.2}% miss", 100.0 * ratio),
+            ]);
         }
     }
     t.render()

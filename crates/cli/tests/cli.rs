@@ -1,0 +1,304 @@
+//! The real binary, run as a user would, in a fresh temporary directory.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn smtsched(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        dir.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// Bad input: exit code 2 and exactly one line on stderr that contains every `needle`.
+fn assert_bad_input(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(o);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    for n in needles {
+        assert!(err.contains(n), "{err:?} should mention {n:?}");
+    }
+}
+
+#[test]
+fn lists_and_shows_machines_and_workloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = smtsched(dir.path(), &["machines"]);
+    assert!(o.status.success());
+    for name in ["northwood", "prescott", "cmt-fedorova", "smt2-modern"] {
+        assert!(stdout(&o).contains(name));
+    }
+    let o = smtsched(dir.path(), &["machines", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v.as_array().unwrap().len() >= 5);
+    // `show` prints the description with its sources.
+    let o = smtsched(dir.path(), &["machines", "show", "northwood"]);
+    assert!(stdout(&o).contains("size_bytes = 8192") && stdout(&o).contains("[OPT Table 1-1"));
+    // Overrides apply before validation: a 2-core cmt-fedorova with a 96 KB L2.
+    let o = smtsched(
+        dir.path(),
+        &[
+            "machines",
+            "show",
+            "cmt-fedorova",
+            "--json",
+            "--set",
+            "topology.cores_per_package=2",
+            "--set",
+            "cache.L2.size_bytes=98304",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["topology"]["cores_per_package"], 2);
+    assert_eq!(v["cache"]["L2"]["size_bytes"], 98304);
+    let o = smtsched(dir.path(), &["workloads"]);
+    assert!(stdout(&o).contains("mcf-like") && stdout(&o).contains("cpi-16"));
+}
+
+#[test]
+fn a_user_machine_file_works_like_a_preset() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = smtsched(dir.path(), &["machines", "show", "prescott"]);
+    std::fs::write(
+        dir.path().join("mine.toml"),
+        stdout(&o).replace("name = \"prescott\"", "name = \"mine\""),
+    )
+    .unwrap();
+    let o = smtsched(
+        dir.path(),
+        &[
+            "solo",
+            "gzip-like",
+            "--machine",
+            "mine.toml",
+            "--instructions",
+            "20000",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["machine"], "mine");
+    assert_eq!(v["counters"]["instructions"], 20000);
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_code_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("broken.toml"), "name = \"x\"\n[topology\n").unwrap();
+    assert_bad_input(
+        &smtsched(d, &["solo", "gzip-like", "--machine", "broken.toml"]),
+        &["broken.toml:2:"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["solo", "gzip-like", "--machine", "pentium5"]),
+        &["pentium5", "northwood"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["solo", "no-such-workload"]),
+        &["no-such-workload"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["solo", "gzip-like", "--set", "cache.L1D.ways=0"]),
+        &["machines/northwood.toml", "cache.L1D.ways", "= 0"],
+    );
+    assert_bad_input(
+        &smtsched(
+            d,
+            &["solo", "gzip-like", "--set", "cache.L2.size_bytes=393216"],
+        ),
+        &["cache.L2.size_bytes", "393216", "power of two"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["corun", "gzip-like", "mcf-like", "--placement", "2,7"]),
+        &["--placement", "CPU 7", "0-3"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["solo", "gzip-like", "--cpu", "4"]),
+        &["--cpu 4"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["matrix", "-w", "gzip-like", "--placement", "diagonal"]),
+        &["diagonal"],
+    );
+    // A placement the machine cannot provide.
+    assert_bad_input(
+        &smtsched(
+            d,
+            &[
+                "matrix",
+                "-w",
+                "gzip-like",
+                "--machine",
+                "northwood",
+                "--set",
+                "topology.threads_per_core=1",
+            ],
+        ),
+        &["siblings", "not available"],
+    );
+    // Nothing was written.
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 1);
+}
+
+fn matrix_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "matrix",
+        "-w",
+        "gzip-like,mcf-like,mesa-like",
+        "--instructions",
+        "60000",
+        "--warmup",
+        "30000",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let o = smtsched(dir, &args);
+    assert!(o.status.success());
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn matrix_writes_consistent_files_and_does_not_depend_on_host_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let one = matrix_json(
+        d,
+        &[
+            "--threads",
+            "1",
+            "-o",
+            "m.json",
+            "--csv",
+            "m.csv",
+            "--pairs-csv",
+            "p.csv",
+            "--svg",
+            "m.svg",
+        ],
+    );
+    let two = matrix_json(d, &["--threads", "2"]);
+    assert_eq!(one, two, "bit-identical at 1 and 2 host threads");
+    let file: smtsched_model::PrMatrix =
+        serde_json::from_str(&std::fs::read_to_string(d.join("m.json")).unwrap()).unwrap();
+    file.validate().unwrap();
+    assert_eq!(file.workloads, ["gzip-like", "mcf-like", "mesa-like"]);
+    assert_eq!(file.pairs.len(), 6, "3 pairs plus 3 self-pairs");
+    // The CSV grid holds the same numbers: row = subject, column = background.
+    let csv = std::fs::read_to_string(d.join("m.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows[0], ["subject", "gzip-like", "mcf-like", "mesa-like"]);
+    for (i, row) in rows[1..].iter().enumerate() {
+        for (j, cell) in row[1..].iter().enumerate() {
+            let v: f64 = cell.parse().unwrap();
+            assert!((v - file.pr(i, j).unwrap()).abs() < 1e-6);
+        }
+    }
+    // The system speedup of a pair is the sum of its two PRs.
+    let pairs = std::fs::read_to_string(d.join("p.csv")).unwrap();
+    for line in pairs.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (a, b, s): (f64, f64, f64) = (
+            f[2].parse().unwrap(),
+            f[3].parse().unwrap(),
+            f[4].parse().unwrap(),
+        );
+        assert!((a + b - s).abs() < 1e-5);
+    }
+    let svg = std::fs::read_to_string(d.join("m.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.contains("mcf"));
+    // Summary: the mean system speedup is the mean over the six pairs.
+    let mean: f64 = file.pairs.iter().map(|p| p.pr_a + p.pr_b).sum::<f64>() / 6.0;
+    assert!((one["summary"]["system_speedup"]["mean"].as_f64().unwrap() - mean).abs() < 1e-12);
+}
+
+#[test]
+fn placements_bracket_the_shared_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let prs = |placement: &str, extra: &[&str]| -> Vec<f64> {
+        let mut args = vec![
+            "matrix",
+            "-w",
+            "sixtrack-like",
+            "--instructions",
+            "200000",
+            "--warmup",
+            "100000",
+            "--json",
+            "-p",
+            placement,
+        ];
+        args.extend_from_slice(extra);
+        let o = smtsched(dir.path(), &args);
+        assert!(o.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let p = &v["matrix"]["pairs"][0];
+        vec![p["pr_a"].as_f64().unwrap(), p["pr_b"].as_f64().unwrap()]
+    };
+    // Two copies of a compute-bound program on separate packages share almost nothing.
+    for pr in prs("cores", &[]) {
+        assert!(pr > 0.97 && pr < 1.02, "cores: {pr}");
+    }
+    // Time-sharing one CPU: at most half each, less by the switch cost and the cache refill.
+    for pr in prs("timeshare", &["--quantum-ms", "0.2", "--rounds", "3"]) {
+        assert!(pr > 0.40 && pr <= 0.5, "timeshare: {pr}");
+    }
+    // Siblings: in between.
+    for pr in prs("siblings", &[]) {
+        assert!(pr > 0.5 && pr < 0.97, "siblings: {pr}");
+    }
+}
+
+#[test]
+fn corun_reports_each_thread_and_the_system_speedup() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = smtsched(
+        dir.path(),
+        &[
+            "corun",
+            "mcf-like",
+            "mesa-like",
+            "--instructions",
+            "100000",
+            "--warmup",
+            "50000",
+            "--json",
+        ],
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = v["threads"].as_array().unwrap();
+    assert_eq!(t.len(), 2);
+    assert_eq!(
+        (t[0]["cpu"].as_u64(), t[1]["cpu"].as_u64()),
+        (Some(2), Some(3)),
+        "siblings of package 1"
+    );
+    let sum: f64 = t.iter().map(|x| x["pr"].as_f64().unwrap()).sum();
+    assert!((v["system_speedup"].as_f64().unwrap() - sum).abs() < 1e-12);
+    for x in t {
+        let pr = x["pr"].as_f64().unwrap();
+        assert!((x["ipc"].as_f64().unwrap() / x["solo_ipc"].as_f64().unwrap() - pr).abs() < 1e-9);
+    }
+}
