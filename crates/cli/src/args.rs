@@ -46,6 +46,10 @@ pub enum Command {
     ///
     /// Example: smtsched host topology
     Host(crate::commands::host::HostArgs),
+    /// Record, import, inspect and profile traces of real programs.
+    ///
+    /// Example: smtsched trace record -o sort.smtt -- sort /etc/services
+    Trace(crate::commands::trace::TraceArgs),
     /// Measure co-run interference on this real machine (thesis §3.3.1 protocol).
     ///
     /// Example: smtsched measure pairs --workloads pointer-chase,triad

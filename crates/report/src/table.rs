@@ -1,6 +1,7 @@
 //! Plain aligned text tables for people.
 
-/// A table: a header row and data rows, columns right-aligned except the first.
+/// A table: a header row and data rows. Columns whose cells are all numbers are right-aligned,
+/// others left-aligned.
 #[derive(Clone, Debug, Default)]
 pub struct Table {
     header: Vec<String>,
@@ -31,6 +32,12 @@ impl Table {
                 width[i] = width[i].max(c.chars().count());
             }
         }
+        let numeric: Vec<bool> = (0..cols)
+            .map(|i| {
+                let mut cells = self.rows.iter().filter_map(|r| r.get(i)).filter(|c| !c.is_empty()).peekable();
+                cells.peek().is_some() && cells.all(|c| looks_numeric(c))
+            })
+            .collect();
         let mut out = String::new();
         for r in std::iter::once(&self.header).chain(&self.rows) {
             let mut line = String::new();
@@ -38,13 +45,13 @@ impl Table {
                 if i > 0 {
                     line.push_str("  ");
                 }
-                let pad = width[i] - c.chars().count();
-                if i == 0 {
+                let pad = " ".repeat(width[i] - c.chars().count());
+                if numeric[i] {
+                    line.push_str(&pad);
                     line.push_str(c);
-                    line.push_str(&" ".repeat(pad));
                 } else {
-                    line.push_str(&" ".repeat(pad));
                     line.push_str(c);
+                    line.push_str(&pad);
                 }
             }
             out.push_str(line.trim_end());
@@ -52,6 +59,12 @@ impl Table {
         }
         out
     }
+}
+
+/// A number, possibly signed, with an optional unit suffix such as `%` or `x`.
+fn looks_numeric(cell: &str) -> bool {
+    let body = cell.trim_end_matches(|c: char| c == '%' || c == 'x');
+    !body.is_empty() && body.parse::<f64>().is_ok() || cell == "-"
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use smtsched_model::{load_machine, load_workload};
 use smtsched_uarch::protocol::{placement_cpus, run_together, Protocol};
-use smtsched_uarch::Window;
+use smtsched_uarch::{Window, Workload};
 
 fn simulate(c: &mut Criterion) {
     let m = load_machine("northwood", &[]).unwrap();
@@ -15,7 +15,7 @@ fn simulate(c: &mut Criterion) {
     for pair in [["swim-like", "mcf-like"], ["gzip-like", "mesa-like"]] {
         let a = load_workload(pair[0], &[]).unwrap();
         let b = load_workload(pair[1], &[]).unwrap();
-        let threads = [(&a, cpus[0]), (&b, cpus[1])];
+        let threads: [(&dyn Workload, u32); 2] = [(&a, cpus[0]), (&b, cpus[1])];
         // The work is deterministic, so one run tells how many instructions every run simulates.
         let n = run_together(&m, &threads, &proto, Window::Instructions).unwrap().instructions_simulated;
         group.throughput(Throughput::Elements(n));

@@ -4,13 +4,12 @@
 use crate::engine::{
     PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window,
 };
-use crate::rng::{derive_seed, mix64};
-use crate::stream::SyntheticStream;
+use crate::workload::Workload;
 use crate::ThreadCounters;
 use rayon::prelude::*;
 use smtsched_model::matrix::counter_map;
 use smtsched_model::{
-    MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, WorkloadProfile, PR_MATRIX_FORMAT,
+    MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT,
 };
 use std::collections::BTreeMap;
 
@@ -42,23 +41,11 @@ pub enum ProtocolError {
     },
 }
 
-/// The stream of copy `copy` of `profile`: copies get their own seeds and a staggered start
-/// somewhere in the profile's phase cycle, as the thesis's random start delay did.
-pub fn stream_for(profile: &WorkloadProfile, seed: u64, copy: u32) -> SyntheticStream {
-    let s = derive_seed(seed, &format!("{}#{}", profile.name, copy));
-    let offset = if copy == 0 {
-        0
-    } else {
-        mix64(s) % profile.cycle_instructions().max(1)
-    };
-    SyntheticStream::new(profile, s, offset)
-}
-
 /// Runs `threads` (profile, logical CPU) together. Copies of one profile are numbered in order of
 /// appearance; copies of one program share code, as processes of one binary share text pages.
 pub fn run_together(
     machine: &MachineModel,
-    threads: &[(&WorkloadProfile, u32)],
+    threads: &[(&dyn Workload, u32)],
     proto: &Protocol,
     window: Window,
 ) -> Result<RunResult, ProtocolError> {
@@ -68,19 +55,19 @@ pub fn run_together(
         .iter()
         .enumerate()
         .map(|(i, &(profile, cpu))| {
-            let copy = copies.entry(profile.name.as_str()).or_insert(0);
-            let stream = stream_for(profile, proto.seed, *copy);
+            let copy = copies.entry(profile.name()).or_insert(0);
+            let stream = profile.stream(proto.seed, *copy);
             *copy += 1;
-            let code_space = match programs.iter().position(|p| *p == profile.name) {
+            let code_space = match programs.iter().position(|p| *p == profile.program()) {
                 Some(k) => k,
                 None => {
-                    programs.push(&profile.name);
+                    programs.push(profile.program());
                     programs.len() - 1
                 }
             } as u32
                 + 1;
             ThreadPlan {
-                source: Box::new(stream),
+                source: stream,
                 cpu,
                 data_space: i as u32 + 1,
                 code_space,
@@ -100,7 +87,7 @@ pub fn run_together(
 /// over the protocol's instruction window.
 pub fn solo(
     machine: &MachineModel,
-    profile: &WorkloadProfile,
+    profile: &dyn Workload,
     copy: u32,
     cpu: u32,
     proto: &Protocol,
@@ -113,7 +100,7 @@ pub fn solo(
 /// same one quantum of warm-up it has had by then.
 pub fn solo_for(
     machine: &MachineModel,
-    profile: &WorkloadProfile,
+    profile: &dyn Workload,
     copy: u32,
     cpu: u32,
     proto: &Protocol,
@@ -134,16 +121,15 @@ pub fn solo_for(
 
 fn solo_in(
     machine: &MachineModel,
-    profile: &WorkloadProfile,
+    profile: &dyn Workload,
     copy: u32,
     cpu: u32,
     proto: &Protocol,
     window: Window,
 ) -> Result<ThreadResult, ProtocolError> {
     // A copy's stream depends only on (seed, name, copy), so that copy is built directly.
-    let stream = stream_for(profile, proto.seed, copy);
     let plan = ThreadPlan {
-        source: Box::new(stream),
+        source: profile.stream(proto.seed, copy),
         cpu,
         data_space: 1,
         code_space: 1,
@@ -198,8 +184,8 @@ pub struct PairOutcome {
 /// of copy 1 when `a` and `b` are the same profile).
 pub fn pair(
     machine: &MachineModel,
-    a: &WorkloadProfile,
-    b: &WorkloadProfile,
+    a: &dyn Workload,
+    b: &dyn Workload,
     placement: Placement,
     proto: &Protocol,
     solo: [&ThreadResult; 2],
@@ -237,7 +223,7 @@ fn counters_of(c: &ThreadCounters) -> BTreeMap<String, f64> {
 /// not depend on how many. `progress` is called once per finished run.
 pub fn matrix(
     machine: &MachineModel,
-    profiles: &[WorkloadProfile],
+    profiles: &[&dyn Workload],
     placement: Placement,
     proto: &Protocol,
     progress: &(dyn Fn() + Sync),
@@ -248,7 +234,7 @@ pub fn matrix(
     let solos: Vec<ThreadResult> = solo_jobs
         .par_iter()
         .map(|&(i, copy)| {
-            let r = solo_for(machine, &profiles[i], copy, cpus[0], proto, placement);
+            let r = solo_for(machine, profiles[i], copy, cpus[0], proto, placement);
             progress();
             r
         })
@@ -263,8 +249,8 @@ pub fn matrix(
             let copy_b = if a == b { 1 } else { 0 };
             let r = pair(
                 machine,
-                &profiles[a],
-                &profiles[b],
+                profiles[a],
+                profiles[b],
                 placement,
                 proto,
                 [solo_of(a, 0), solo_of(b, copy_b)],
@@ -297,12 +283,12 @@ pub fn matrix(
         machine: machine.name.clone(),
         placement,
         settings,
-        workloads: profiles.iter().map(|p| p.name.clone()).collect(),
+        workloads: profiles.iter().map(|p| p.name().to_string()).collect(),
         solo: profiles
             .iter()
             .enumerate()
             .map(|(i, p)| SoloRecord {
-                workload: p.name.clone(),
+                workload: p.name().to_string(),
                 rate: solo_of(i, 0).ipc(),
                 counters: counters_of(&solo_of(i, 0).window),
             })

@@ -5,7 +5,7 @@ use smtsched_model::{
     load_machine, workload_from_source, MachineModel, Origin, Override, Source, WorkloadProfile,
 };
 use smtsched_uarch::protocol::{run_together, solo, Protocol};
-use smtsched_uarch::Window;
+use smtsched_uarch::{Window, Workload};
 
 fn workload(toml: &str) -> WorkloadProfile {
     let src = Source {
@@ -18,6 +18,17 @@ fn workload(toml: &str) -> WorkloadProfile {
 fn machine(name: &str, overrides: &[&str]) -> MachineModel {
     let o: Vec<Override> = overrides.iter().map(|s| s.parse().unwrap()).collect();
     load_machine(name, &o).unwrap()
+}
+
+/// `run_together` for profiles.
+fn together(
+    m: &MachineModel,
+    threads: &[(&WorkloadProfile, u32)],
+    p: &Protocol,
+    w: Window,
+) -> Result<smtsched_uarch::RunResult, smtsched_uarch::ProtocolError> {
+    let v: Vec<(&dyn Workload, u32)> = threads.iter().map(|&(w, c)| (w as &dyn Workload, c)).collect();
+    run_together(m, &v, p, w)
 }
 
 fn proto(warmup: u64, measure: u64) -> Protocol {
@@ -88,7 +99,7 @@ fn two_front_end_bound_siblings_split_the_width_equally() {
     // (their ILP in a half window, 4 * sqrt(63/128) = 2.8, is no limit).
     let m = machine("northwood", &[]);
     let w = compute(4.0, 1.0);
-    let r = run_together(
+    let r = together(
         &m,
         &[(&w, 2), (&w, 3)],
         &proto(10_000, 1_000_000),
@@ -99,7 +110,7 @@ fn two_front_end_bound_siblings_split_the_width_equally() {
         assert!((t.ipc() - 1.5).abs() < 2e-3, "IPC {}", t.ipc());
     }
     // On separate cores nothing is shared: each runs at its solo rate (front-end bound, 3.0).
-    let r = run_together(
+    let r = together(
         &m,
         &[(&w, 0), (&w, 2)],
         &proto(10_000, 1_000_000),
@@ -130,7 +141,7 @@ fn fine_grained_core_interleaves_ready_contexts() {
     let p = proto(50_000, 400_000);
     // Four CPI-1 threads saturate the single-issue core: 0.25 IPC each, 1.0 for the core.
     let w = smtsched_model::load_workload("cpi-1", &[]).unwrap();
-    let r = run_together(
+    let r = together(
         &m,
         &[(&w, 0), (&w, 1), (&w, 2), (&w, 3)],
         &p,
@@ -143,7 +154,7 @@ fn fine_grained_core_interleaves_ready_contexts() {
     // Four CPI-16 threads hide each other's memory time: each still runs at ~1/16 (they rarely
     // want the issue slot at once), so the core reaches ~4/16.
     let w = smtsched_model::load_workload("cpi-16", &[]).unwrap();
-    let r = run_together(
+    let r = together(
         &m,
         &[(&w, 0), (&w, 1), (&w, 2), (&w, 3)],
         &p,
@@ -226,7 +237,7 @@ fn same_seed_same_counters_other_seed_other_counters() {
             seed,
             ..proto(100_000, 300_000)
         };
-        run_together(&m, &[(&a, 2), (&b, 3)], &p, Window::Instructions).unwrap()
+        together(&m, &[(&a, 2), (&b, 3)], &p, Window::Instructions).unwrap()
     };
     let (x, y, z) = (run(5), run(5), run(6));
     for i in 0..2 {
@@ -244,7 +255,7 @@ fn a_sibling_that_misses_in_the_l2_slows_a_cache_sensitive_thread() {
     let swim = smtsched_model::load_workload("swim-like", &[]).unwrap();
     let p = proto(300_000, 600_000);
     let alone = solo(&m, &mgrid, 0, 2, &p).unwrap();
-    let r = run_together(&m, &[(&mgrid, 2), (&swim, 3)], &p, Window::Instructions).unwrap();
+    let r = together(&m, &[(&mgrid, 2), (&swim, 3)], &p, Window::Instructions).unwrap();
     assert!(r.threads[0].window.l2_misses > 2 * alone.window.l2_misses);
     assert!(r.threads[0].ipc() < 0.7 * alone.ipc());
 }

@@ -23,7 +23,8 @@ pub fn run(a: BenchArgs) -> Result<()> {
     } else {
         (0..profiles.len() as u32).collect()
     };
-    let threads: Vec<_> = profiles.iter().zip(cpus.iter().copied()).collect();
+    let threads: Vec<(&dyn smtsched_uarch::Workload, u32)> =
+        profiles.iter().map(|p| p as &dyn smtsched_uarch::Workload).zip(cpus.iter().copied()).collect();
     let proto = Protocol {
         seed: 1,
         warmup_instructions: a.instructions / 2,

@@ -4,10 +4,10 @@ use super::{json_out, machine, out, protocol, workload};
 use crate::args::CorunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
-use smtsched_model::{MachineModel, Placement, WorkloadProfile};
+use smtsched_model::{MachineModel, Placement};
 use smtsched_report::Table;
 use smtsched_uarch::protocol::{placement_cpus, run_together, solo};
-use smtsched_uarch::Window;
+use smtsched_uarch::{Window, Workload};
 use std::collections::BTreeMap;
 
 /// Parses a placement: kernel list elements (`2`, `0-3`) in order, repeats allowed.
@@ -48,7 +48,7 @@ pub fn parse_placement(text: &str, m: &MachineModel) -> Result<Vec<u32>> {
 
 pub fn run(a: CorunArgs) -> Result<()> {
     let m = machine(&a.sim.machine, &a.sim.set)?;
-    let profiles: Vec<WorkloadProfile> = a
+    let profiles: Vec<Box<dyn Workload>> = a
         .workloads
         .iter()
         .map(|w| workload(w))
@@ -74,11 +74,11 @@ pub fn run(a: CorunArgs) -> Result<()> {
     let mut copies: BTreeMap<&str, u32> = BTreeMap::new();
     let mut solos = Vec::new();
     for (p, &cpu) in profiles.iter().zip(&cpus) {
-        let copy = copies.entry(p.name.as_str()).or_insert(0);
-        solos.push(solo(&m, p, *copy, cpu, &proto)?);
+        let copy = copies.entry(p.name()).or_insert(0);
+        solos.push(solo(&m, p.as_ref(), *copy, cpu, &proto)?);
         *copy += 1;
     }
-    let threads: Vec<(&WorkloadProfile, u32)> = profiles.iter().zip(cpus.iter().copied()).collect();
+    let threads: Vec<(&dyn Workload, u32)> = profiles.iter().map(|p| p.as_ref()).zip(cpus.iter().copied()).collect();
     let r = run_together(&m, &threads, &proto, Window::Instructions)?;
     let prs: Vec<f64> = r
         .threads
@@ -95,7 +95,7 @@ pub fn run(a: CorunArgs) -> Result<()> {
             .zip(&prs)
             .map(|(((p, cpu), (t, s)), pr)| {
                 serde_json::json!({
-                    "workload": p.name, "cpu": cpu, "ipc": t.ipc(), "solo_ipc": s.ipc(), "pr": pr,
+                    "workload": p.name(), "cpu": cpu, "ipc": t.ipc(), "solo_ipc": s.ipc(), "pr": pr,
                     "counters": t.window, "solo_counters": s.window,
                 })
             })
@@ -121,7 +121,7 @@ pub fn run(a: CorunArgs) -> Result<()> {
     {
         let c = &th.window;
         t.row([
-            p.name.clone(),
+            p.name().to_string(),
             cpu.to_string(),
             format!("{:.3}", th.ipc()),
             format!("{:.3}", s.ipc()),

@@ -5,9 +5,10 @@ use crate::args::MatrixArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use smtsched_model::{expand_workload_list, Placement, WorkloadProfile};
+use smtsched_model::{expand_workload_list, Placement};
+use smtsched_uarch::Workload;
 use smtsched_report::matrix::{
-    grid_csv, heatmap_svg, pairs_csv, render_grid, render_summary, summarize,
+    grid_csv, heatmap_svg, pairs_csv, render_grid, render_speedup_grid, render_summary, summarize,
 };
 use std::io::IsTerminal;
 
@@ -24,8 +25,9 @@ pub fn run(a: MatrixArgs) -> Result<()> {
             a.workloads
         )));
     }
-    let profiles: Vec<WorkloadProfile> =
+    let profiles: Vec<Box<dyn Workload>> =
         names.iter().map(|w| workload(w)).collect::<Result<_>>()?;
+    let refs: Vec<&dyn Workload> = profiles.iter().map(|p| p.as_ref()).collect();
     let proto = protocol(&a.sim, &m, a.rounds)?;
     let runs = profiles.len() * 2 + profiles.len() * (profiles.len() + 1) / 2;
     let bar = if std::io::stderr().is_terminal() {
@@ -46,7 +48,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
         .context("cannot start worker threads")?;
     let started = std::time::Instant::now();
     let matrix = pool.install(|| {
-        smtsched_uarch::protocol::matrix(&m, &profiles, placement, &proto, &|| bar.inc(1))
+        smtsched_uarch::protocol::matrix(&m, &refs, placement, &proto, &|| bar.inc(1))
     })?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
@@ -91,6 +93,8 @@ pub fn run(a: MatrixArgs) -> Result<()> {
         elapsed
     ))?;
     out(&render_grid(&matrix))?;
+    out("\n")?;
+    out(&render_speedup_grid(&matrix))?;
     out("\n")?;
     out(&render_summary(&summary))
 }

@@ -6,12 +6,13 @@ mod describe;
 pub mod host;
 mod matrix;
 mod solo;
+pub mod trace;
 
 use crate::args::{Command, SimArgs};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
-use smtsched_model::{load_machine, load_workload, MachineModel, Override, WorkloadProfile};
-use smtsched_uarch::Protocol;
+use smtsched_model::{load_machine, load_workload, MachineModel, Override};
+use smtsched_uarch::{Protocol, Workload};
 use std::io::Write;
 use std::path::Path;
 
@@ -23,6 +24,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Corun(a) => corun::run(a),
         Command::Matrix(a) => matrix::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Trace(a) => trace::run(a),
         Command::Host(a) => host::run_host(a),
         Command::Measure(a) => host::run_measure(a),
     }
@@ -38,8 +40,9 @@ pub(crate) fn machine(name: &str, set: &[String]) -> Result<MachineModel> {
     Ok(load_machine(name, &parse_overrides(set)?)?)
 }
 
-pub(crate) fn workload(name: &str) -> Result<WorkloadProfile> {
-    Ok(load_workload(name, &[])?)
+/// A workload by preset name or file.
+pub(crate) fn workload(name: &str) -> Result<Box<dyn Workload>> {
+    Ok(Box::new(load_workload(name, &[])?))
 }
 
 /// The measurement protocol the simulation options describe.

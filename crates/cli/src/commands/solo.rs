@@ -20,11 +20,11 @@ pub fn run(a: SoloArgs) -> Result<()> {
         )));
     }
     let proto = protocol(&a.sim, &m, 1)?;
-    let r = solo(&m, &w, 0, a.cpu, &proto)?;
+    let r = solo(&m, w.as_ref(), 0, a.cpu, &proto)?;
     if a.json {
         return json_out(&serde_json::json!({
             "machine": m.name,
-            "workload": w.name,
+            "workload": w.name(),
             "cpu": a.cpu,
             "seed": proto.seed,
             "warmup_instructions": proto.warmup_instructions,
@@ -34,7 +34,7 @@ pub fn run(a: SoloArgs) -> Result<()> {
     }
     out(&format!(
         "{} alone on CPU {} of {} (seed {}, {} warm-up + {} measured instructions)\n\n",
-        w.name, a.cpu, m.name, proto.seed, proto.warmup_instructions, proto.measure_instructions
+        w.name(), a.cpu, m.name, proto.seed, proto.warmup_instructions, proto.measure_instructions
     ))?;
     out(&counter_table(&m, &r.window))
 }
@@ -77,13 +77,19 @@ pub fn counter_table(m: &MachineModel, c: &ThreadCounters) -> String {
         (_, 2) => (c.l2_accesses, c.l2_misses),
         _ => (c.l3_accesses, c.l3_misses),
     };
-    let mut shown = std::collections::BTreeSet::new();
+    // Level 1 (instructions, then data), then the unified levels in order.
+    let mut levels: Vec<(CacheContents, &str, u8)> = Vec::new();
     for contents in [CacheContents::Instructions, CacheContents::Data] {
         for (name, spec) in m.cache_path(contents) {
-            if !shown.insert(name) {
-                continue;
+            if !levels.iter().any(|l| l.1 == name) {
+                levels.push((contents, name, spec.level));
             }
-            let (acc, miss) = level_counts(contents, spec.level);
+        }
+    }
+    levels.sort_by_key(|l| l.2);
+    for (contents, name, level) in levels {
+        {
+            let (acc, miss) = level_counts(contents, level);
             let ratio = if acc > 0 {
                 miss as f64 / acc as f64
             } else {

@@ -1,0 +1,1 @@
+//! Recorded traces of real programs (DESIGN §4).
