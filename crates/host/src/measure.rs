@@ -184,6 +184,10 @@ pub struct SideResult {
     /// Mean per kept run of each event counted in every kept run, scaled for multiplexing.
     pub counters: BTreeMap<Event, f64>,
     pub events: Vec<(Event, EventStatus)>,
+    /// CPU time over wall time of the kept runs (from `task_clock_ns`), if counted: about 1 for
+    /// a CPU-bound workload that had its CPU to itself, about 0.5 when time-shared. Lower than
+    /// expected means other processes competed for the CPU.
+    pub cpu_share: Option<f64>,
 }
 
 /// A solo baseline.
@@ -324,6 +328,45 @@ pub fn measure(
     })
 }
 
+/// Sides that got clearly less CPU than their placement gives them (other processes were
+/// running), as warnings for people.
+pub fn contention_warnings(m: &Measurement, cfg: &MeasureConfig) -> Vec<String> {
+    let name = |i: usize| cfg.workloads[i].name.as_str();
+    let mut out = Vec::new();
+    let low = |share: Option<f64>, expected: f64| share.filter(|s| *s < 0.85 * expected);
+    for s in &m.solo {
+        if let Some(sh) = low(s.side.cpu_share, 1.0) {
+            out.push(format!(
+                "solo {}: ran only {:.0}% of the time on its CPU",
+                s.workload,
+                sh * 100.0
+            ));
+        }
+    }
+    for p in &m.pairs {
+        let expected = if p.placement == Placement::Timeshare {
+            0.5
+        } else {
+            1.0
+        };
+        for (i, side) in [(p.a, &p.side_a), (p.b, &p.side_b)] {
+            if let Some(sh) = low(side.cpu_share, expected) {
+                out.push(format!(
+                    "{} {} + {}: {} ran only {:.0}% of the time on CPU {} (expected about {:.0}%)",
+                    p.placement,
+                    name(p.a),
+                    name(p.b),
+                    name(i),
+                    sh * 100.0,
+                    side.cpu,
+                    expected * 100.0
+                ));
+            }
+        }
+    }
+    out
+}
+
 fn validate(cfg: &MeasureConfig) -> Result<()> {
     if cfg.workloads.is_empty() {
         return Err(HostError::bad("no workloads to measure"));
@@ -406,12 +449,24 @@ impl SideState {
                 counters.insert(*e, mean(&v));
             }
         }
+        let shares: Option<Vec<f64>> = kept
+            .iter()
+            .map(|r| {
+                let cpu_ns = r
+                    .counters
+                    .get(&Event::TaskClockNs)
+                    .and_then(Reading::scaled)?;
+                Some(cpu_ns / (r.end_ns - r.start_ns).max(1) as f64)
+            })
+            .collect();
+        let cpu_share = shares.filter(|v| !v.is_empty()).map(|v| mean(&v));
         SideResult {
             pid: self.pid,
             cpu,
             run_seconds,
             counters,
             events: self.events.clone(),
+            cpu_share,
         }
     }
 }

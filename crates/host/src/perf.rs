@@ -289,7 +289,13 @@ impl CounterSet {
             counters: Vec::new(),
             status: Vec::new(),
         };
+        let mut unique: Vec<Event> = Vec::new();
         for &e in events {
+            if !unique.contains(&e) {
+                unique.push(e);
+            }
+        }
+        for e in unique {
             match open_event(e, target, &threads) {
                 Ok((counters, user_only)) => {
                     set.counters.push((e, counters));
@@ -392,7 +398,7 @@ fn open_event(
             None => return Ok((out, user_only)),
             Some(err) => {
                 let code = err.raw_os_error();
-                last_err = explain(&err);
+                last_err = explain(e, &err);
                 if !matches!(code, Some(libc::EACCES) | Some(libc::EPERM)) {
                     break;
                 }
@@ -403,9 +409,13 @@ fn open_event(
 }
 
 /// The kernel's errno turned into a reason a person can act on.
-fn explain(err: &std::io::Error) -> String {
+fn explain(e: Event, err: &std::io::Error) -> String {
+    let no_pmu = e.is_hardware() && !hardware_pmu_present();
     let why = match err.raw_os_error() {
-        Some(libc::ENOENT) => "the CPU's PMU does not provide this event (ENOENT); virtual machines often expose no PMU",
+        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV) if no_pmu => {
+            "no hardware PMU is exposed to this system (virtual machines often have none)"
+        }
+        Some(libc::ENOENT) => "this CPU's PMU has no such event (ENOENT)",
         Some(libc::EOPNOTSUPP) => "not supported by this kernel or PMU (EOPNOTSUPP)",
         Some(libc::ENODEV) => "no such PMU (ENODEV)",
         Some(libc::EACCES) | Some(libc::EPERM) => {
@@ -418,6 +428,22 @@ fn explain(err: &std::io::Error) -> String {
         _ => return err.to_string(),
     };
     why.to_string()
+}
+
+/// True if the kernel lists a CPU performance-monitoring unit under
+/// `/sys/bus/event_source/devices` (`cpu`, `cpu_core`, `armv8_pmuv3_0`, …).
+pub fn hardware_pmu_present() -> bool {
+    std::fs::read_dir("/sys/bus/event_source/devices")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|d| {
+            let n = d.file_name().to_string_lossy().to_string();
+            n == "cpu"
+                || n.starts_with("cpu_")
+                || n.starts_with("armv")
+                || n.contains("pmu") && !n.contains("uncore")
+        })
 }
 
 /// Thread ids of a process from /proc/PID/task.
