@@ -89,14 +89,22 @@ pub fn render_grid(m: &PrMatrix) -> String {
 /// System speedup of every pair as a triangle: row a, column b ≥ a holds PR(a,b) + PR(b,a).
 pub fn render_speedup_grid(m: &PrMatrix) -> String {
     let names: Vec<&str> = m.workloads.iter().map(|w| short_name(w)).collect();
-    let mut t = Table::new(std::iter::once("system speedup".to_string()).chain(names.iter().map(|n| n.chars().take(6).collect())));
+    let mut t = Table::new(
+        std::iter::once("system speedup".to_string())
+            .chain(names.iter().map(|n| n.chars().take(6).collect())),
+    );
     let n = names.len();
     let mut cell = vec![vec![None; n]; n];
     for p in &m.pairs {
         cell[p.a][p.b] = Some(p.pr_a + p.pr_b);
     }
     for (i, row) in cell.iter().enumerate() {
-        t.row(std::iter::once(names[i].to_string()).chain(row.iter().map(|c| c.map_or(String::new(), |v| format!("{v:.2}")))));
+        t.row(
+            std::iter::once(names[i].to_string()).chain(
+                row.iter()
+                    .map(|c| c.map_or(String::new(), |v| format!("{v:.2}"))),
+            ),
+        );
     }
     t.render()
 }

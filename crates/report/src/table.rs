@@ -34,7 +34,12 @@ impl Table {
         }
         let numeric: Vec<bool> = (0..cols)
             .map(|i| {
-                let mut cells = self.rows.iter().filter_map(|r| r.get(i)).filter(|c| !c.is_empty()).peekable();
+                let mut cells = self
+                    .rows
+                    .iter()
+                    .filter_map(|r| r.get(i))
+                    .filter(|c| !c.is_empty())
+                    .peekable();
                 cells.peek().is_some() && cells.all(|c| looks_numeric(c))
             })
             .collect();
@@ -63,7 +68,7 @@ impl Table {
 
 /// A number, possibly signed, with an optional unit suffix such as `%` or `x`.
 fn looks_numeric(cell: &str) -> bool {
-    let body = cell.trim_end_matches(|c: char| c == '%' || c == 'x');
+    let body = cell.trim_end_matches(['%', 'x']);
     !body.is_empty() && body.parse::<f64>().is_ok() || cell == "-"
 }
 

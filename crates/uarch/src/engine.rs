@@ -47,16 +47,38 @@ pub struct RunOptions {
     pub window: Window,
     /// Time slice of threads sharing one logical CPU, in cycles.
     pub quantum_cycles: u64,
+    /// Sample every thread's counters each time this many cycles pass (as the thesis read the
+    /// counters every ~100 ms); `None` takes no samples.
+    pub sample_cycles: Option<f64>,
+}
+
+impl RunOptions {
+    pub fn new(window: Window, quantum_cycles: u64) -> Self {
+        RunOptions {
+            window,
+            quantum_cycles,
+            sample_cycles: None,
+        }
+    }
+}
+
+/// Counters of a thread as they stood at a point in simulated time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    pub cycle: f64,
+    pub counters: ThreadCounters,
 }
 
 /// Measured result of one thread.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ThreadResult {
     /// Counters over the window (`cycles` here is the thread's own running time).
     pub window: ThreadCounters,
     /// Simulated time at the start and end of the window (includes time descheduled).
     pub start_cycle: f64,
     pub end_cycle: f64,
+    /// Periodic samples over the whole run (warm-up and overrun included), if asked for.
+    pub samples: Vec<Sample>,
 }
 
 impl ThreadResult {
@@ -93,6 +115,7 @@ struct SwThread {
     /// On an in-order core: the instruction being issued and how much of its run has gone.
     pending: Option<Instr>,
     run_issued: u32,
+    samples: Vec<Sample>,
 }
 
 impl SwThread {
@@ -165,6 +188,8 @@ struct Context {
     stalls_until: f64,
     /// In-order: the cycle the context can issue again.
     ready_at: f64,
+    /// Next sampling time.
+    next_sample: f64,
     // Rate cache.
     phase: u16,
     timing: PhaseTiming,
@@ -193,6 +218,7 @@ impl Context {
             stall_next: 0,
             stalls_until: 0.0,
             ready_at: 0.0,
+            next_sample: 0.0,
             phase: u16::MAX,
             timing: PhaseTiming {
                 ilp: 1.0,
@@ -426,6 +452,7 @@ impl Simulation {
                 end_snapshot: None,
                 pending: None,
                 run_issued: 0,
+                samples: Vec::new(),
             });
         }
         Ok(Simulation {
@@ -478,7 +505,7 @@ impl Simulation {
         let instructions_simulated = self.threads.iter().map(|t| t.counters.instructions).sum();
         let threads = self
             .threads
-            .iter()
+            .iter_mut()
             .map(|t| {
                 let (s, st) = t.start_snapshot.expect("window started");
                 let (e, et) = t.end_snapshot.expect("window ended");
@@ -486,6 +513,7 @@ impl Simulation {
                     window: e - s,
                     start_cycle: st,
                     end_cycle: et,
+                    samples: std::mem::take(&mut t.samples),
                 }
             })
             .collect();
@@ -510,10 +538,24 @@ struct Turn<'a> {
     switch_cycles: f64,
 }
 
-/// In a cycle window, snapshot every thread of a context once its time passes a boundary.
+/// Time-driven bookkeeping after a context advanced: periodic samples, and in a cycle window the
+/// snapshots of every thread of the context once its time passes a boundary.
 #[inline]
-fn note_time(ctx: &Context, threads: &mut [SwThread], window: Window) {
-    if let Window::Cycles { start, end } = window {
+fn note_time(ctx: &mut Context, threads: &mut [SwThread], options: &RunOptions) {
+    if let Some(every) = options.sample_cycles {
+        while ctx.now >= ctx.next_sample {
+            for &s in &ctx.queue {
+                let t = &mut threads[s];
+                let counters = t.snapshot();
+                t.samples.push(Sample {
+                    cycle: ctx.next_sample,
+                    counters,
+                });
+            }
+            ctx.next_sample += every;
+        }
+    }
+    if let Window::Cycles { start, end } = options.window {
         for (boundary, is_end) in [(start, false), (end, true)] {
             if ctx.now < boundary {
                 continue;
@@ -766,7 +808,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         t.uops += uops;
         t.counters.cycles += ctx.now - began;
         t.note_progress(ctx.now, window);
-        note_time(ctx, threads, window);
+        note_time(ctx, threads, turn.options);
     }
 }
 
@@ -935,8 +977,8 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 threads[s].counters.cycles += now - before;
             }
         }
-        for ctx in core.contexts.iter().filter(|c| !c.queue.is_empty()) {
-            note_time(ctx, threads, window);
+        for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
+            note_time(ctx, threads, turn.options);
         }
     }
     core.cycle = now;

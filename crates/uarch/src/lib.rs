@@ -14,7 +14,9 @@ pub mod stream;
 pub mod workload;
 
 pub use counters::ThreadCounters;
-pub use engine::{PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window};
+pub use engine::{
+    PlanError, RunOptions, RunResult, Sample, Simulation, ThreadPlan, ThreadResult, Window,
+};
 pub use protocol::{Protocol, ProtocolError};
 pub use stream::{InstructionSource, SyntheticStream};
 pub use workload::{synthetic_stream, Workload};

@@ -8,9 +8,7 @@ use crate::workload::Workload;
 use crate::ThreadCounters;
 use rayon::prelude::*;
 use smtsched_model::matrix::counter_map;
-use smtsched_model::{
-    MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT,
-};
+use smtsched_model::{MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT};
 use std::collections::BTreeMap;
 
 /// How every run is measured.
@@ -76,10 +74,7 @@ pub fn run_together(
             }
         })
         .collect();
-    let options = RunOptions {
-        window,
-        quantum_cycles: proto.quantum_cycles,
-    };
+    let options = RunOptions::new(window, proto.quantum_cycles);
     Ok(Simulation::new(machine, plans, options)?.run())
 }
 
@@ -136,11 +131,11 @@ fn solo_in(
         warmup_instructions: proto.warmup_instructions,
         measure_instructions: proto.measure_instructions,
     };
-    let options = RunOptions {
-        window,
-        quantum_cycles: proto.quantum_cycles,
-    };
-    Ok(Simulation::new(machine, vec![plan], options)?.run().threads[0])
+    let options = RunOptions::new(window, proto.quantum_cycles);
+    Ok(Simulation::new(machine, vec![plan], options)?
+        .run()
+        .threads
+        .swap_remove(0))
 }
 
 /// The two logical CPUs a pair uses under `placement` (the same CPU twice for time sharing). As in

@@ -32,6 +32,10 @@ impl Workload for WorkloadProfile {
 /// a start somewhere in the profile's phase cycle.
 pub fn synthetic_stream(profile: &WorkloadProfile, seed: u64, copy: u32) -> SyntheticStream {
     let s = derive_seed(seed, &format!("{}#{}", profile.name, copy));
-    let offset = if copy == 0 { 0 } else { mix64(s) % profile.cycle_instructions().max(1) };
+    let offset = if copy == 0 {
+        0
+    } else {
+        mix64(s) % profile.cycle_instructions().max(1)
+    };
     SyntheticStream::new(profile, s, offset)
 }

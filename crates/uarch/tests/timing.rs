@@ -27,7 +27,10 @@ fn together(
     p: &Protocol,
     w: Window,
 ) -> Result<smtsched_uarch::RunResult, smtsched_uarch::ProtocolError> {
-    let v: Vec<(&dyn Workload, u32)> = threads.iter().map(|&(w, c)| (w as &dyn Workload, c)).collect();
+    let v: Vec<(&dyn Workload, u32)> = threads
+        .iter()
+        .map(|&(w, c)| (w as &dyn Workload, c))
+        .collect();
     run_together(m, &v, p, w)
 }
 
