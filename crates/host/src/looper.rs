@@ -39,6 +39,9 @@ pub struct LoopSpec {
     pub delay_ms: f64,
     pub events: Vec<Event>,
     pub seed: u64,
+    /// The harness's process id, checked at start-up (the looper must not outlive it).
+    #[serde(default)]
+    pub parent_pid: Option<i32>,
 }
 
 /// One line of a looper's output.
@@ -186,19 +189,39 @@ pub fn split_command(line: &str) -> Result<Vec<String>> {
     Ok(words)
 }
 
-/// Asks the kernel to kill the calling process when its parent exits, so that a looper never
-/// outlives the harness, even if the harness is killed with SIGKILL.
-pub fn die_with_parent() {
+/// Asks the kernel to send `signal` to the calling process when its parent exits.
+pub fn die_with_parent(signal: i32) {
     // SAFETY: prctl with these arguments only sets a flag of the calling process.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0) };
+}
+
+extern "C" fn kill_own_group(_: libc::c_int) {
+    // SAFETY: kill(2) is async-signal-safe; 0 names the caller's own process group, which the
+    // harness created for this looper and the commands it starts.
+    unsafe { libc::kill(0, libc::SIGKILL) };
+}
+
+/// Sets up the calling process as a looper: on SIGTERM, or when its parent (the harness) dies
+/// for any reason, it kills its whole process group — itself and every command it started,
+/// with their children. Fails if the parent is already gone.
+pub fn become_looper(parent_pid: Option<i32>) -> Result<()> {
+    // SAFETY: installs a handler that only calls an async-signal-safe function.
     unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
+        libc::signal(
+            libc::SIGTERM,
+            kill_own_group as *const () as libc::sighandler_t,
         )
     };
+    die_with_parent(libc::SIGTERM);
+    if let Some(parent) = parent_pid {
+        // SAFETY: getppid has no preconditions.
+        if unsafe { libc::getppid() } != parent {
+            return Err(HostError::Child(format!(
+                "the harness (process {parent}) is gone"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Runs the loop, writing messages to `out`. Returns after `spec.runs` runs, or on an error
@@ -285,7 +308,7 @@ fn run_command(argv: &[String]) -> Result<u64> {
     // SAFETY: the closure only calls prctl, which is async-signal-safe.
     unsafe {
         cmd.pre_exec(|| {
-            die_with_parent();
+            die_with_parent(libc::SIGKILL);
             Ok(())
         });
     }
@@ -344,6 +367,7 @@ mod tests {
             delay_ms: 0.0,
             events: vec![Event::TaskClockNs],
             seed: 1,
+            parent_pid: None,
         };
         let mut buf = Vec::new();
         run(&spec, &mut buf).unwrap();
@@ -380,6 +404,7 @@ mod tests {
             delay_ms: 0.0,
             events: vec![],
             seed: 1,
+            parent_pid: None,
         };
         let mut buf = Vec::new();
         let e = run(&spec, &mut buf).unwrap_err();

@@ -410,6 +410,7 @@ fn loop_spec(
         delay_ms,
         events: cfg.events.clone(),
         seed: cfg.seed.wrapping_add(seed_offset),
+        parent_pid: Some(std::process::id() as i32),
     }
 }
 
@@ -609,7 +610,7 @@ fn run_loopers(
         // SAFETY: the closure only calls prctl, which is async-signal-safe.
         unsafe {
             cmd.pre_exec(|| {
-                crate::looper::die_with_parent();
+                crate::looper::die_with_parent(libc::SIGKILL);
                 Ok(())
             });
         }

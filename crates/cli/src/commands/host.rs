@@ -630,9 +630,9 @@ fn kernel(a: KernelArgs) -> Result<()> {
 }
 
 fn run_loop(a: LoopArgs) -> Result<()> {
-    looper::die_with_parent();
     let spec: LoopSpec =
         serde_json::from_str(&a.spec).map_err(|e| bad_input(format!("--spec: {e}")))?;
+    looper::become_looper(spec.parent_pid)?;
     let mut stdout = std::io::stdout().lock();
     looper::run(&spec, &mut stdout)?;
     Ok(())
@@ -801,8 +801,10 @@ fn pairs(a: PairsArgs) -> Result<()> {
         timeout: Duration::from_secs_f64(a.timeout_s),
     };
     let plan = measure::plan(&topo, &cfg.cpus, &cfg.placements)?;
-    for (p, why) in &plan.skipped {
-        eprintln!("smtsched: placement {p} skipped: {why}");
+    if !plan.placements.is_empty() {
+        for (p, why) in &plan.skipped {
+            eprintln!("smtsched: placement {p} skipped: {why}");
+        }
     }
     let stop = Shutdown::install().context("cannot install the SIGINT/SIGTERM handler")?;
     let bar = if std::io::stderr().is_terminal() {

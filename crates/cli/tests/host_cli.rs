@@ -1,0 +1,334 @@
+//! `smtsched host …` run as a user would, in a fresh temporary directory: topology, events,
+//! counters, kernels, and the bad-input paths (exit code 2, one line naming the value).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn smtsched(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        dir.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "command failed");
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Bad input: exit code 2 and exactly one line on stderr that contains every `needle`.
+fn assert_bad_input(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    for n in needles {
+        assert!(err.contains(n), "{err:?} should mention {n:?}");
+    }
+}
+
+/// Unpacks the snapshot with offline CPUs (2, 5, 13 and 14 offline) into `dir`.
+pub fn offline_snapshot(dir: &Path) -> PathBuf {
+    let fixtures = match std::env::var("SMTSCHED_FIXTURES") {
+        Ok(d) => PathBuf::from(d).join("linux-sysfs"),
+        Err(_) => {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/linux-sysfs")
+        }
+    };
+    let f = std::fs::File::open(fixtures.join("16em64t-4s2c2t-offlines.tar.bz2")).unwrap();
+    tar::Archive::new(bzip2::read::BzDecoder::new(f))
+        .unpack(dir)
+        .unwrap();
+    let root = dir.join("16em64t-4s2c2t-offlines");
+    assert!(root.join("sys/devices/system/cpu").is_dir());
+    root
+}
+
+fn cpu_list(s: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => out.extend(a.parse::<u32>().unwrap()..=b.parse::<u32>().unwrap()),
+            None => out.push(part.parse().unwrap()),
+        }
+    }
+    out
+}
+
+#[test]
+fn topology_of_this_machine_matches_sysfs() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(&smtsched(dir.path(), &["host", "topology", "--json"]));
+    // Independent reading: the kernel's own online list and each CPU's sibling list.
+    let online = cpu_list(&std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap());
+    assert_eq!(cpu_list(v["online"].as_str().unwrap()), online);
+    let cores = v["cores"].as_array().unwrap();
+    for cpu in &online {
+        let sib = std::fs::read_to_string(format!(
+            "/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list"
+        ))
+        .unwrap();
+        let holding: Vec<&serde_json::Value> = cores
+            .iter()
+            .filter(|c| cpu_list(c["cpus"].as_str().unwrap()).contains(cpu))
+            .collect();
+        assert_eq!(holding.len(), 1, "CPU {cpu} is in exactly one core");
+        assert_eq!(
+            cpu_list(holding[0]["cpus"].as_str().unwrap()),
+            cpu_list(&sib),
+            "siblings of CPU {cpu}"
+        );
+    }
+    let o = smtsched(dir.path(), &["host", "topology"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("Cores") && stdout(&o).contains("NUMA nodes"));
+}
+
+#[test]
+fn topology_of_a_snapshot_with_offline_cpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = offline_snapshot(dir.path());
+    let v = json(&smtsched(
+        dir.path(),
+        &[
+            "host",
+            "topology",
+            "--json",
+            "--sysfs-root",
+            root.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(v["offline"], "2,5,13-14");
+    // CPU 6's sibling (14) is offline: that core has one thread left.
+    let core6 = v["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| cpu_list(c["cpus"].as_str().unwrap()).contains(&6))
+        .unwrap();
+    assert_eq!(core6["cpus"], "6");
+}
+
+#[test]
+fn topology_bad_root_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = smtsched(
+        dir.path(),
+        &["host", "topology", "--sysfs-root", "/no/such/root"],
+    );
+    assert_bad_input(&o, &["/no/such/root"]);
+}
+
+#[test]
+fn events_report_software_support_and_a_reason_for_anything_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(&smtsched(dir.path(), &["host", "events", "--json"]));
+    let rows = v.as_array().unwrap();
+    let find = |name: &str| rows.iter().find(|r| r["event"] == name).unwrap();
+    assert_eq!(find("task_clock_ns")["support"]["status"], "supported");
+    assert_eq!(find("context_switches")["support"]["status"], "supported");
+    for r in rows {
+        match r["support"]["status"].as_str().unwrap() {
+            "supported" => {}
+            "unsupported" => assert!(!r["support"]["reason"].as_str().unwrap().is_empty()),
+            other => panic!("status {other}"),
+        }
+    }
+}
+
+#[test]
+fn counters_of_a_sleeping_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(&smtsched(
+        dir.path(),
+        &[
+            "host",
+            "counters",
+            "--json",
+            "-e",
+            "task-clock,context-switches,instructions",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.05; sleep 0.05",
+        ],
+    ));
+    let ev = v["events"].as_array().unwrap();
+    let get = |name: &str| ev.iter().find(|r| r["event"] == name).unwrap();
+    assert!(get("task_clock_ns")["value"].as_f64().unwrap() > 0.0);
+    // Two sleeps: at least two switches away from the CPU.
+    assert!(get("context_switches")["value"].as_f64().unwrap() >= 2.0);
+    // Instructions: a real count, or unsupported with no value — never an invented number.
+    let ins = get("instructions");
+    match ins["support"]["status"].as_str().unwrap() {
+        "supported" => assert!(ins["value"].as_f64().unwrap() > 0.0),
+        _ => assert!(ins["value"].is_null()),
+    }
+}
+
+#[test]
+fn counters_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_bad_input(
+        &smtsched(
+            dir.path(),
+            &["host", "counters", "--", "no-such-command-xyz"],
+        ),
+        &["no-such-command-xyz"],
+    );
+    assert_bad_input(
+        &smtsched(
+            dir.path(),
+            &["host", "counters", "-e", "bogus-event", "--", "true"],
+        ),
+        &["bogus-event"],
+    );
+    assert_bad_input(
+        &smtsched(dir.path(), &["host", "counters", "--cpu", "4096"]),
+        &["4096"],
+    );
+    assert_bad_input(
+        &smtsched(
+            dir.path(),
+            &[
+                "host",
+                "counters",
+                "--pid",
+                "2147483646",
+                "--duration-ms",
+                "1",
+            ],
+        ),
+        &["2147483646"],
+    );
+}
+
+#[test]
+fn kernels_are_listed_and_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(&smtsched(dir.path(), &["host", "kernels", "--json"]));
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "pointer-chase",
+            "stream-triad",
+            "dense-fp",
+            "branchy-search",
+            "compress"
+        ]
+    );
+    for name in names {
+        let v = json(&smtsched(
+            dir.path(),
+            &[
+                "host",
+                "kernel",
+                name,
+                "--work",
+                "20000",
+                "--footprint",
+                "64KiB",
+                "--runs",
+                "2",
+                "--cpu",
+                "0",
+                "--json",
+            ],
+        ));
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2);
+        for r in runs {
+            let s = r["seconds"].as_f64().unwrap();
+            assert!(s > 0.0 && s.is_finite(), "{name}: {s}");
+        }
+        assert_eq!(v["kernel"]["footprint_bytes"], 65536);
+    }
+}
+
+#[test]
+fn a_pinned_kernel_really_runs_on_its_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = cpu_list(&std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap())
+        .into_iter()
+        .last()
+        .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args([
+            "host",
+            "kernel",
+            "dense-fp",
+            "--runs",
+            "1000",
+            "-e",
+            "none",
+            "--cpu",
+            &cpu.to_string(),
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Read the affinity from outside, as the kernel reports it, once the process has pinned itself.
+    let want = cpu.to_string();
+    let mut seen = String::new();
+    for _ in 0..200 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+        seen = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        if seen == want {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn kernel_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_bad_input(
+        &smtsched(dir.path(), &["host", "kernel", "no-such-kernel"]),
+        &["no-such-kernel", "pointer-chase"],
+    );
+    assert_bad_input(
+        &smtsched(dir.path(), &["host", "kernel", "dense-fp", "--cpu", "4096"]),
+        &["CPU 4096 does not exist"],
+    );
+    assert_bad_input(
+        &smtsched(
+            dir.path(),
+            &["host", "kernel", "dense-fp", "--footprint", "12 parsecs"],
+        ),
+        &["12 parsecs"],
+    );
+    assert_bad_input(
+        &smtsched(dir.path(), &["host", "kernel", "dense-fp", "--work", "0"]),
+        &["--work"],
+    );
+}

@@ -1,0 +1,539 @@
+//! `smtsched measure pairs` on this machine, run as a user would: the matrix files are valid and
+//! in the simulator's format, the workload processes are really pinned, bad input is refused
+//! before anything runs, and Ctrl-C (or SIGTERM, or killing the harness) leaves no process
+//! behind. No timing is asserted: this machine is shared and noisy.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn smtsched(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        dir.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn assert_bad_input(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    for n in needles {
+        assert!(err.contains(n), "{err:?} should mention {n:?}");
+    }
+}
+
+fn files_in(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect()
+}
+
+fn online_cpus() -> usize {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    s.trim()
+        .split(',')
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// Short runs: every kernel run takes a millisecond or two.
+const QUICK: &[&str] = &[
+    "--work-scale",
+    "0.01",
+    "--solo-runs",
+    "2",
+    "--timed-runs",
+    "2",
+];
+
+#[test]
+fn a_measured_matrix_is_a_valid_matrix_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "measure",
+        "pairs",
+        "-w",
+        "dense-fp,pointer-chase",
+        "-p",
+        "cores,timeshare",
+        "-o",
+        "m.json",
+    ];
+    args.extend([
+        "--csv",
+        "m.csv",
+        "--svg",
+        "m.svg",
+        "--json",
+        "--footprint",
+        "pointer-chase=1MiB",
+    ]);
+    args.extend(QUICK);
+    let o = smtsched(dir.path(), &args);
+    assert!(o.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ran: Vec<String> = report["measurement"]["plan"]["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["placement"].as_str().unwrap().to_string())
+        .collect();
+    let want: Vec<&str> = if online_cpus() >= 2 {
+        vec!["cores", "timeshare"]
+    } else {
+        vec!["timeshare"]
+    };
+    assert_eq!(ran, want);
+    for p in &ran {
+        let several = ran.len() > 1;
+        let name = |ext: &str| {
+            if several {
+                format!("m.{p}.{ext}")
+            } else {
+                format!("m.{ext}")
+            }
+        };
+        let text = std::fs::read_to_string(dir.path().join(name("json"))).unwrap();
+        let m: smtsched_model::PrMatrix = serde_json::from_str(&text).unwrap();
+        m.validate().unwrap();
+        assert_eq!(m.source, "measured");
+        assert_eq!(m.placement.to_string(), *p);
+        assert_eq!(m.workloads, ["dense-fp", "pointer-chase"]);
+        // Both self-pairs and the cross pair, each ratio finite and positive.
+        assert_eq!(m.pairs.len(), 3);
+        for pair in &m.pairs {
+            for pr in [pair.pr_a, pair.pr_b] {
+                assert!(pr.is_finite() && pr > 0.0, "{p}: PR {pr}");
+            }
+        }
+        for s in &m.solo {
+            assert!(s.rate.is_finite() && s.rate > 0.0);
+        }
+        for key in ["solo_rate_unit", "pr", "timed_runs", "solo_runs", "cpus"] {
+            assert!(m.settings.contains_key(key), "settings lack {key}");
+        }
+        assert!(std::fs::read_to_string(dir.path().join(name("csv")))
+            .unwrap()
+            .starts_with("subject,dense-fp,pointer-chase"));
+        assert!(std::fs::read_to_string(dir.path().join(name("svg")))
+            .unwrap()
+            .contains("<svg"));
+        // Counters only for events the machine could count.
+        let supported: BTreeSet<String> = report["measurement"]["solo"][0]["side"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e[1]["status"] == "supported")
+            .map(|e| e[0].as_str().unwrap().to_string())
+            .collect();
+        for rec in m
+            .pairs
+            .iter()
+            .flat_map(|p| [&p.counters_a, &p.counters_b])
+            .chain(m.solo.iter().map(|s| &s.counters))
+        {
+            for k in rec.keys() {
+                assert!(
+                    supported.contains(k),
+                    "counter {k} recorded but the event is not supported"
+                );
+            }
+        }
+        assert!(
+            m.solo[0].counters.contains_key("task_clock_ns"),
+            "software events are counted everywhere"
+        );
+    }
+    // Each side of each pair ran on the CPU the plan gave its placement.
+    for pair in report["measurement"]["pairs"].as_array().unwrap() {
+        let plan = report["measurement"]["plan"]["placements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["placement"] == pair["placement"])
+            .unwrap();
+        assert_eq!(pair["side_a"]["cpu"], plan["cpu_a"]);
+        assert_eq!(pair["side_b"]["cpu"], plan["cpu_b"]);
+        assert_eq!(pair["side_a"]["run_seconds"].as_array().unwrap().len(), 2);
+    }
+}
+
+#[test]
+fn a_command_workload_is_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "measure",
+        "pairs",
+        "-p",
+        "timeshare",
+        "--command",
+        "spin=sh -c 'i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done'",
+    ];
+    args.extend(["-w", "dense-fp", "-o", "m.json"]);
+    args.extend(QUICK);
+    let o = smtsched(dir.path(), &args);
+    assert!(o.status.success());
+    let m: smtsched_model::PrMatrix =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("m.json")).unwrap()).unwrap();
+    m.validate().unwrap();
+    assert_eq!(m.workloads, ["dense-fp", "spin"]);
+    assert!(m.settings["workload.spin"].contains("command: sh -c"));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("placement timeshare"));
+}
+
+#[test]
+fn unavailable_placements_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = smtsched(dir.path(), &["host", "topology", "--json"]);
+    let t: serde_json::Value = serde_json::from_slice(&topo.stdout).unwrap();
+    let smt = t["cores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["cpus"].as_str().unwrap().contains([',', '-']));
+    if smt {
+        eprintln!("this machine has SMT: the siblings placement is available, nothing to check");
+        return;
+    }
+    // Only the impossible placement asked for: bad input, nothing written.
+    let mut args = vec![
+        "measure", "pairs", "-w", "dense-fp", "-p", "siblings", "-o", "m.json",
+    ];
+    args.extend(QUICK);
+    assert_bad_input(
+        &smtsched(dir.path(), &args),
+        &["siblings", "unavailable", "no SMT"],
+    );
+    assert!(files_in(dir.path()).is_empty());
+    // All placements: the rest runs, and the skipped one is named.
+    let mut args = vec![
+        "measure", "pairs", "-w", "dense-fp", "-p", "all", "-o", "m.json",
+    ];
+    args.extend(QUICK);
+    let o = smtsched(dir.path(), &args);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("placement siblings skipped"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("skipped placement siblings"));
+    assert!(!files_in(dir.path()).contains("m.siblings.json"));
+    assert!(files_in(dir.path()).contains("m.timeshare.json"));
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = |extra: &[&str]| {
+        let mut a = vec!["measure", "pairs", "-o", "m.json"];
+        a.extend(extra);
+        a.extend(QUICK);
+        smtsched(dir.path(), &a)
+    };
+    assert_bad_input(
+        &m(&["--command", "x=no-such-command-xyz --flag"]),
+        &["no-such-command-xyz"],
+    );
+    assert_bad_input(&m(&["-w", "no-such-kernel"]), &["no-such-kernel"]);
+    assert_bad_input(
+        &m(&["-w", "dense-fp", "--cpus", "0-4096"]),
+        &["CPU", "does not exist"],
+    );
+    assert_bad_input(
+        &m(&["-w", "dense-fp", "--cpus", "zero"]),
+        &["--cpus", "zero"],
+    );
+    assert_bad_input(&m(&["-w", "dense-fp", "-p", "diagonal"]), &["diagonal"]);
+    assert_bad_input(
+        &m(&["-w", "dense-fp", "--command", "novalue"]),
+        &["novalue"],
+    );
+    assert_bad_input(&m(&["-w", "dense-fp", "-e", "bogus"]), &["bogus"]);
+    assert_bad_input(
+        &m(&["-w", "dense-fp", "--footprint", "dense-fp=lots"]),
+        &["lots"],
+    );
+    assert!(
+        files_in(dir.path()).is_empty(),
+        "no output file after bad input"
+    );
+}
+
+#[test]
+fn an_offline_cpu_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let snap = tempfile::tempdir().unwrap();
+    let root = unpack_offline_snapshot(snap.path());
+    let mut args = vec![
+        "measure",
+        "pairs",
+        "-w",
+        "dense-fp",
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "--cpus",
+        "0,2",
+        "-o",
+        "m.json",
+    ];
+    args.extend(QUICK);
+    assert_bad_input(&smtsched(dir.path(), &args), &["CPU 2 is offline"]);
+    assert!(files_in(dir.path()).is_empty());
+}
+
+fn unpack_offline_snapshot(dir: &Path) -> PathBuf {
+    let fixtures = match std::env::var("SMTSCHED_FIXTURES") {
+        Ok(d) => PathBuf::from(d).join("linux-sysfs"),
+        Err(_) => {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/linux-sysfs")
+        }
+    };
+    let f = std::fs::File::open(fixtures.join("16em64t-4s2c2t-offlines.tar.bz2")).unwrap();
+    tar::Archive::new(bzip2::read::BzDecoder::new(f))
+        .unpack(dir)
+        .unwrap();
+    dir.join("16em64t-4s2c2t-offlines")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cleanup
+
+/// (pid, start time in clock ticks) of every descendant of `root`, from /proc.
+fn descendants(root: u32) -> Vec<(u32, u64)> {
+    let mut table = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // After the command: state(0) ppid(1) … starttime is field 22 of the whole line, 19 here.
+        table.push((
+            pid,
+            f[1].parse::<u32>().unwrap(),
+            f[19].parse::<u64>().unwrap(),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(pid, ppid, start) in &table {
+            if ppid == p {
+                out.push((pid, start));
+                frontier.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// True if the process is still there (alive or an unreaped zombie) and is the same process.
+fn exists(pid: u32, start: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            let rest = &stat[stat.rfind(')').unwrap() + 2..];
+            rest.split_whitespace()
+                .nth(19)
+                .and_then(|s| s.parse::<u64>().ok())
+                == Some(start)
+        }
+    }
+}
+
+fn cpus_allowed(pid: u32) -> Option<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+}
+
+fn start_harness(dir: &Path, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until `root` has at least `n` descendants whose command is `name`; returns all
+/// descendants seen then.
+fn wait_for(root: u32, name: &str, n: usize) -> Vec<(u32, u64)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let d = descendants(root);
+        let matching = d
+            .iter()
+            .filter(|(pid, _)| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|c| c.trim() == name)
+                    .unwrap_or(false)
+            })
+            .count();
+        if matching >= n {
+            return d;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never saw {n} {name} processes under {root}: {d:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_all_gone(procs: &[(u32, u64)]) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left: Vec<&(u32, u64)> = procs.iter().filter(|(p, s)| exists(*p, *s)).collect();
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_pair_stops_and_reaps_every_child() {
+    let dir = tempfile::tempdir().unwrap();
+    // Quick solo runs, then a time-shared pair that would loop for minutes.
+    let h = start_harness(
+        dir.path(),
+        &[
+            "measure",
+            "pairs",
+            "-w",
+            "dense-fp",
+            "-p",
+            "timeshare",
+            "--work-scale",
+            "0.01",
+            "--solo-runs",
+            "1",
+            "--timed-runs",
+            "100000",
+            "-o",
+            "m.json",
+        ],
+    );
+    // Two workload processes at once: the pair phase.
+    let procs = wait_for(h.id(), "smtsched", 2);
+    // Both are pinned, as the kernel reports it, to one and the same CPU.
+    let allowed: Vec<String> = procs.iter().filter_map(|(p, _)| cpus_allowed(*p)).collect();
+    assert_eq!(allowed.len(), 2, "{procs:?}");
+    assert!(
+        allowed[0].parse::<u32>().is_ok(),
+        "allowed on {:?}, not one CPU",
+        allowed[0]
+    );
+    assert_eq!(allowed[0], allowed[1], "time-shared pair on different CPUs");
+    unsafe { libc::kill(h.id() as i32, libc::SIGINT) };
+    let out = h.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted by SIGINT"), "{err}");
+    assert_all_gone(&procs);
+    assert!(
+        files_in(dir.path()).is_empty(),
+        "no output after an interrupted measurement"
+    );
+}
+
+#[test]
+fn sigterm_reaps_a_command_and_its_own_children() {
+    let dir = tempfile::tempdir().unwrap();
+    // The first (warm-up) solo run of `nap` is a shell whose child sleeps for a minute.
+    let h = start_harness(
+        dir.path(),
+        &[
+            "measure",
+            "pairs",
+            "-p",
+            "timeshare",
+            "--command",
+            "nap=sh -c 'sleep 60; true'",
+            "-o",
+            "m.json",
+        ],
+    );
+    // harness → looper → sh → sleep
+    let procs = wait_for(h.id(), "sleep", 1);
+    assert!(procs.len() >= 3, "{procs:?}");
+    for (pid, _) in &procs {
+        if let Some(a) = cpus_allowed(*pid) {
+            assert!(
+                a.parse::<u32>().is_ok(),
+                "process {pid} allowed on {a:?}, not one CPU"
+            );
+        }
+    }
+    unsafe { libc::kill(h.id() as i32, libc::SIGTERM) };
+    let out = h.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("interrupted by SIGTERM"), "{err}");
+    assert_all_gone(&procs);
+    assert!(files_in(dir.path()).is_empty());
+}
+
+#[test]
+fn killing_the_harness_outright_takes_the_workloads_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = start_harness(
+        dir.path(),
+        &[
+            "measure",
+            "pairs",
+            "-p",
+            "timeshare",
+            "--command",
+            "nap=sh -c 'sleep 60; true'",
+            "-o",
+            "m.json",
+        ],
+    );
+    let procs = wait_for(h.id(), "sleep", 1);
+    h.kill().unwrap(); // SIGKILL: no handler runs; the looper hears of it from the kernel.
+    h.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        // Orphans are re-parented and reaped by init; until then they may linger as zombies,
+        // but none may still be running.
+        let running: Vec<u32> = procs
+            .iter()
+            .filter(|(p, s)| exists(*p, *s))
+            .filter(|(p, _)| {
+                std::fs::read_to_string(format!("/proc/{p}/stat"))
+                    .map(|st| !st[st.rfind(')').unwrap() + 2..].starts_with('Z'))
+                    .unwrap_or(false)
+            })
+            .map(|(p, _)| *p)
+            .collect();
+        if running.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running after the harness was killed: {running:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
