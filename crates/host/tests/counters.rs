@@ -103,23 +103,32 @@ fn children_are_counted_through_inheritance() {
     .unwrap();
 }
 
+/// Kills and reaps a child even when an assertion fails.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn another_process_is_counted_by_pid() {
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", "while :; do :; done"])
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let result = (|| {
-        let mut set = CounterSet::open(&[Event::TaskClockNs], Target::Process(pid)).unwrap();
-        assert!(status_of(&set, Event::TaskClockNs).is_supported());
-        set.enable().unwrap();
-        let before = set.read().unwrap();
-        std::thread::sleep(Duration::from_millis(200));
-        set.read().unwrap().since(&before).scaled()[&Event::TaskClockNs]
-    })();
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let child = Reaped(
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id() as i32;
+    let mut set = CounterSet::open(&[Event::TaskClockNs], Target::Process(pid)).unwrap();
+    assert!(status_of(&set, Event::TaskClockNs).is_supported());
+    set.enable().unwrap();
+    let before = set.read().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let result = set.read().unwrap().since(&before).scaled()[&Event::TaskClockNs];
+    drop(child);
     assert!(result > 0.0, "a spinning shell used no CPU time? {result}");
 }
 
