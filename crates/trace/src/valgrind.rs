@@ -1,0 +1,470 @@
+//! Running programs under valgrind: lackey for recording (its log streams through a pipe into the
+//! importer, never to disk), and cachegrind for the cross-check. Both run with address-space
+//! randomisation off (as `setarch -R` does), so that two runs of one program see the same
+//! addresses.
+
+use crate::error::{Result, TraceError};
+use crate::format::{Summary, TraceMeta, TraceWriter};
+use crate::lackey::{import_lackey, ImportStats};
+use crate::output::AtomicFile;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::AtomicBool;
+
+/// What to do with the traced program's standard output and error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ProgramOutput {
+    /// Shared with ours (the user sees the program's output).
+    #[default]
+    Inherit,
+    /// Discarded (tests; runs that must match byte for byte).
+    Null,
+}
+
+impl ProgramOutput {
+    fn stdin(self) -> Stdio {
+        match self {
+            ProgramOutput::Inherit => Stdio::inherit(),
+            ProgramOutput::Null => Stdio::null(),
+        }
+    }
+
+    fn stdio(self) -> Stdio {
+        match self {
+            ProgramOutput::Inherit => Stdio::inherit(),
+            ProgramOutput::Null => Stdio::null(),
+        }
+    }
+}
+
+/// Finds `name` as `execvp` would: a path if it contains a slash, else the first match on PATH.
+pub fn resolve_command(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.is_empty() {
+        return None;
+    }
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| executable(p))
+}
+
+fn valgrind() -> Result<PathBuf> {
+    resolve_command("valgrind").ok_or(TraceError::ValgrindMissing)
+}
+
+/// A pipe whose ends close on exec (the child gets the write end by dup2 only).
+fn pipe() -> std::io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills two new descriptors that nothing else owns.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the descriptors are fresh and owned from here on by the Files.
+    Ok(unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// Turns address-space randomisation off for the child (inherited across exec).
+fn no_aslr(cmd: &mut Command) {
+    // SAFETY: personality(2) is async-signal-safe and only changes this (child) process.
+    unsafe {
+        cmd.pre_exec(|| {
+            let current = libc::personality(0xffff_ffff);
+            if current != -1 {
+                libc::personality((current | libc::ADDR_NO_RANDOMIZE) as libc::c_ulong);
+            }
+            Ok(())
+        });
+    }
+}
+
+fn describe(status: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        _ => status.to_string(),
+    }
+}
+
+fn check_command(command: &[String]) -> Result<()> {
+    let Some(first) = command.first() else {
+        return Err(TraceError::Invalid("no command given to run".into()));
+    };
+    if resolve_command(first).is_none() {
+        return Err(TraceError::CommandNotFound(first.clone()));
+    }
+    Ok(())
+}
+
+/// Options of [`record`].
+#[derive(Clone, Debug, Default)]
+pub struct RecordOptions {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// Stop after this many instructions (the program is then killed).
+    pub max_instructions: Option<u64>,
+    pub output: ProgramOutput,
+}
+
+/// What a recording produced.
+#[derive(Clone, Debug)]
+pub struct RecordReport {
+    pub import: ImportStats,
+    pub summary: Summary,
+    pub file_bytes: u64,
+}
+
+/// Runs `opts.command` under lackey and writes its trace to `dest` (atomically: on any error
+/// nothing is left at `dest`). The log flows through a pipe straight into the importer.
+pub fn record(
+    opts: &RecordOptions,
+    dest: &Path,
+    interrupted: Option<&AtomicBool>,
+) -> Result<RecordReport> {
+    check_command(&opts.command)?;
+    let vg = valgrind()?;
+    let mut file = AtomicFile::create(dest)?;
+    let (reader, writer) = pipe().map_err(|e| TraceError::Invalid(format!("pipe: {e}")))?;
+    let log_fd = std::os::fd::AsRawFd::as_raw_fd(&writer);
+    let mut cmd = Command::new(vg);
+    cmd.args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
+        .args(&opts.command)
+        .stdin(opts.output.stdin())
+        .stdout(opts.output.stdio())
+        .stderr(opts.output.stdio());
+    no_aslr(&mut cmd);
+    // SAFETY: dup2 and fcntl are async-signal-safe; they only touch the child's descriptors.
+    unsafe {
+        cmd.pre_exec(move || {
+            if log_fd == 3 {
+                let flags = libc::fcntl(3, libc::F_GETFD);
+                if flags == -1 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            } else if libc::dup2(log_fd, 3) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TraceError::ValgrindMissing
+        } else {
+            TraceError::Invalid(format!("cannot start valgrind: {e}"))
+        }
+    })?;
+    drop(writer);
+    let label = dest.display().to_string();
+    let result = (|| {
+        let mut w = TraceWriter::new(&mut file).map_err(|e| TraceError::write(dest, e))?;
+        let stats = import_lackey(
+            reader,
+            "valgrind lackey output",
+            &label,
+            &mut w,
+            opts.max_instructions,
+            interrupted,
+        )?;
+        Ok((w, stats))
+    })();
+    let (w, stats) = match result {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
+    if stats.stopped_at_limit {
+        let _ = child.kill();
+        let _ = child.wait();
+    } else {
+        let status = child
+            .wait()
+            .map_err(|e| TraceError::Invalid(format!("waiting for valgrind: {e}")))?;
+        if !status.success() {
+            let detail = stats
+                .messages
+                .iter()
+                .rev()
+                .find(|m| {
+                    m.contains("Process terminating")
+                        || m.contains("valgrind:")
+                        || m.contains("Exit code")
+                        || m.contains("error")
+                })
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default();
+            return Err(TraceError::CommandFailed {
+                command: opts.command.join(" "),
+                status: describe(status),
+                detail,
+            });
+        }
+    }
+    if stats.instructions == 0 {
+        return Err(TraceError::Empty {
+            origin: "valgrind lackey output".into(),
+        });
+    }
+    let meta = TraceMeta {
+        format: "lackey".into(),
+        command: opts.command.clone(),
+        imported_from: String::new(),
+        stopped_at_limit: stats.stopped_at_limit,
+        written_by: concat!("smtsched ", env!("CARGO_PKG_VERSION")).into(),
+    };
+    let (_, summary) = w.finish(&meta).map_err(|e| TraceError::write(dest, e))?;
+    file.commit()?;
+    let file_bytes = std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0);
+    Ok(RecordReport {
+        import: stats,
+        summary,
+        file_bytes,
+    })
+}
+
+/// Imports a saved lackey log (`-` for standard input) into the trace file `dest`, atomically.
+pub fn import_file(
+    input: &str,
+    dest: &Path,
+    limit: Option<u64>,
+    interrupted: Option<&AtomicBool>,
+) -> Result<(ImportStats, Summary)> {
+    let reader: Box<dyn std::io::Read> = if input == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let p = Path::new(input);
+        if p.canonicalize()
+            .ok()
+            .is_some_and(|c| dest.canonicalize().ok() == Some(c))
+        {
+            return Err(TraceError::Invalid(format!(
+                "{input}: the output file would overwrite the input"
+            )));
+        }
+        Box::new(std::fs::File::open(p).map_err(|e| TraceError::read(p, e))?)
+    };
+    let origin = if input == "-" { "<stdin>" } else { input };
+    let mut file = AtomicFile::create(dest)?;
+    let mut w = TraceWriter::new(&mut file).map_err(|e| TraceError::write(dest, e))?;
+    let stats = import_lackey(
+        reader,
+        origin,
+        &dest.display().to_string(),
+        &mut w,
+        limit,
+        interrupted,
+    )?;
+    if stats.instructions == 0 {
+        return Err(TraceError::Empty {
+            origin: origin.to_string(),
+        });
+    }
+    let meta = TraceMeta {
+        format: "lackey".into(),
+        command: Vec::new(),
+        imported_from: origin.to_string(),
+        stopped_at_limit: stats.stopped_at_limit,
+        written_by: concat!("smtsched ", env!("CARGO_PKG_VERSION")).into(),
+    };
+    let (_, summary) = w.finish(&meta).map_err(|e| TraceError::write(dest, e))?;
+    file.commit()?;
+    Ok((stats, summary))
+}
+
+/// A cache geometry as cachegrind takes it (`--D1=size,assoc,line`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub size_bytes: u64,
+    pub ways: u32,
+    pub line_bytes: u32,
+}
+
+impl Geometry {
+    pub fn sets(&self) -> u64 {
+        self.size_bytes / (self.ways as u64 * self.line_bytes as u64)
+    }
+
+    fn arg(&self) -> String {
+        format!("{},{},{}", self.size_bytes, self.ways, self.line_bytes)
+    }
+
+    /// Checks the geometry is one both cachegrind and the simulator take.
+    pub fn validate(&self, name: &str) -> Result<()> {
+        let ok = self.ways > 0
+            && self.line_bytes.is_power_of_two()
+            && self.line_bytes >= 16
+            && self.size_bytes % (self.ways as u64 * self.line_bytes as u64) == 0
+            && self.sets().is_power_of_two();
+        if ok {
+            Ok(())
+        } else {
+            Err(TraceError::Invalid(format!(
+                "{name} = {}: need size = ways × line × sets with a power-of-two line (≥ 16) and set count",
+                self.arg()
+            )))
+        }
+    }
+}
+
+impl std::str::FromStr for Geometry {
+    type Err = TraceError;
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            TraceError::Invalid(format!(
+                "cache geometry {s:?}: expected SIZE,WAYS,LINE in bytes"
+            ))
+        };
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        let [size, ways, line] = parts[..] else {
+            return Err(bad());
+        };
+        Ok(Geometry {
+            size_bytes: size.parse().map_err(|_| bad())?,
+            ways: ways.parse().map_err(|_| bad())?,
+            line_bytes: line.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// The three caches cachegrind simulates: I1 and D1 in front of one unified last level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheConfig {
+    pub i1: Geometry,
+    pub d1: Geometry,
+    pub ll: Geometry,
+}
+
+/// Cachegrind's totals (the `summary:` line of its output file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CachegrindCounts {
+    pub ir: u64,
+    pub i1mr: u64,
+    pub ilmr: u64,
+    pub dr: u64,
+    pub d1mr: u64,
+    pub dlmr: u64,
+    pub dw: u64,
+    pub d1mw: u64,
+    pub dlmw: u64,
+}
+
+impl CachegrindCounts {
+    pub fn d1_misses(&self) -> u64 {
+        self.d1mr + self.d1mw
+    }
+
+    pub fn ll_data_misses(&self) -> u64 {
+        self.dlmr + self.dlmw
+    }
+
+    /// Parses a cachegrind output file's `events:` and `summary:` lines.
+    pub fn parse(text: &str) -> Result<Self> {
+        let line = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(|s| s.split_whitespace().collect::<Vec<_>>())
+        };
+        let bad = |why: &str| TraceError::Invalid(format!("cachegrind output: {why}"));
+        let events = line("events:").ok_or_else(|| bad("no events line"))?;
+        let values = line("summary:").ok_or_else(|| bad("no summary line"))?;
+        if events.len() != values.len() {
+            return Err(bad("summary and events differ in length"));
+        }
+        let mut c = CachegrindCounts::default();
+        for (e, v) in events.iter().zip(&values) {
+            let v: u64 = v.parse().map_err(|_| bad("non-numeric summary"))?;
+            let slot = match *e {
+                "Ir" => &mut c.ir,
+                "I1mr" => &mut c.i1mr,
+                "ILmr" => &mut c.ilmr,
+                "Dr" => &mut c.dr,
+                "D1mr" => &mut c.d1mr,
+                "DLmr" => &mut c.dlmr,
+                "Dw" => &mut c.dw,
+                "D1mw" => &mut c.d1mw,
+                "DLmw" => &mut c.dlmw,
+                _ => continue,
+            };
+            *slot = v;
+        }
+        if c.ir == 0 {
+            return Err(bad(
+                "no instructions counted (was --cache-sim=yes in effect?)",
+            ));
+        }
+        Ok(c)
+    }
+}
+
+/// Runs `command` under `valgrind --tool=cachegrind --cache-sim=yes` with the given caches and
+/// address randomisation off; returns its totals.
+pub fn run_cachegrind(
+    command: &[String],
+    caches: &CacheConfig,
+    output: ProgramOutput,
+) -> Result<CachegrindCounts> {
+    check_command(command)?;
+    for (n, g) in [("I1", caches.i1), ("D1", caches.d1), ("LL", caches.ll)] {
+        g.validate(n)?;
+    }
+    let vg = valgrind()?;
+    let dir = std::env::temp_dir().join(format!("smtsched-cg-{}-{}", std::process::id(), {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }));
+    std::fs::create_dir_all(&dir).map_err(|e| TraceError::write(&dir, e))?;
+    let out_file = dir.join("cachegrind.out");
+    let mut cmd = Command::new(vg);
+    cmd.arg("--tool=cachegrind")
+        .arg("--cache-sim=yes")
+        .arg(format!("--I1={}", caches.i1.arg()))
+        .arg(format!("--D1={}", caches.d1.arg()))
+        .arg(format!("--LL={}", caches.ll.arg()))
+        .arg(format!("--cachegrind-out-file={}", out_file.display()))
+        .arg("-q")
+        .args(command)
+        .stdin(output.stdin())
+        .stdout(output.stdio())
+        .stderr(output.stdio());
+    no_aslr(&mut cmd);
+    let status = cmd.status().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TraceError::ValgrindMissing
+        } else {
+            TraceError::Invalid(format!("cannot start valgrind: {e}"))
+        }
+    });
+    let result = status.and_then(|status| {
+        if !status.success() {
+            return Err(TraceError::CommandFailed {
+                command: command.join(" "),
+                status: describe(status),
+                detail: String::new(),
+            });
+        }
+        let text =
+            std::fs::read_to_string(&out_file).map_err(|e| TraceError::read(&out_file, e))?;
+        CachegrindCounts::parse(&text)
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
