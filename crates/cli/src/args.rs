@@ -38,6 +38,10 @@ pub enum Command {
     ///
     /// Example: smtsched matrix --workloads gzip-like,mcf-like,swim-like --svg m.svg
     Matrix(MatrixArgs),
+    /// Simulate an OS scheduling a task set under chosen policies and compare them.
+    ///
+    /// Example: smtsched run --tasks gzip-like,crafty-like,swim-like,art-like --cpus 2-3 --policies naive,plan
+    Run(RunArgs),
     /// Measure simulator speed: simulated instructions per second on one host core.
     ///
     /// Example: smtsched bench
@@ -182,4 +186,70 @@ pub struct BenchArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Task set: a TOML file (see experiments/), or a comma-separated workload list (each a task
+    /// looping forever at nice 0; `all` = the 22 SPEC stand-ins).
+    #[arg(
+        long,
+        short = 't',
+        default_value = "gzip-like,crafty-like,swim-like,art-like"
+    )]
+    pub tasks: String,
+    /// Policies to compare, comma-separated: naive, basic, tryhard, plan, plan3, fair, ipc, sos, optimal.
+    #[arg(long, short = 'p', default_value = "naive,basic,tryhard,plan,fair,ipc")]
+    pub policies: String,
+    /// Base scheduler: linux24 (the thesis's 2.4.19) or modern (per-CPU runqueues, EEVDF-like).
+    #[arg(long, default_value = "linux24")]
+    pub baseline: String,
+    /// Machine preset or TOML file.
+    #[arg(long, short = 'm', default_value = "northwood")]
+    pub machine: String,
+    /// Override a machine field: KEY=VALUE (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Logical CPUs the OS uses, kernel list syntax (the thesis's 1x2 = one package: 2-3 on northwood).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Simulated seconds.
+    #[arg(long, default_value_t = 3600.0)]
+    pub duration: f64,
+    /// Tasks start at random times in the first seconds; runs count after this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub stagger: f64,
+    /// Timer interrupts per second.
+    #[arg(long, default_value_t = 100.0)]
+    pub hz: f64,
+    /// Repetitions with different seeds (mean and spread are reported).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Interaction oracle: `simulated` or `measured:FILE` (a PR matrix from `smtsched matrix -o`
+    /// or `smtsched measure pairs -o`).
+    #[arg(long, default_value = "simulated")]
+    pub oracle: String,
+    /// Estimator for the policies: `thesis` (the Northwood regression), `perfect` (the oracle's
+    /// true PR), or a model FILE (JSON/TOML written by `smtsched train fit`).
+    #[arg(long, default_value = "thesis")]
+    pub model: String,
+    /// Cost of one estimate as a fraction of a tick (the thesis measured ~2% per tick).
+    #[arg(long, default_value_t = 0.02)]
+    pub estimate_cost: f64,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the schedule timeline (every context switch) of the first policy's first repetition as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<std::path::PathBuf>,
+    /// Write that timeline as an SVG (the first `--timeline-seconds` seconds).
+    #[arg(long, value_name = "FILE")]
+    pub timeline_svg: Option<std::path::PathBuf>,
+    #[arg(long, default_value_t = 2.0)]
+    pub timeline_seconds: f64,
+    /// Write per-task results as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
 }

@@ -4,6 +4,7 @@
 pub mod matrix;
 pub mod stats;
 pub mod table;
+pub mod timeline;
 pub mod write;
 
 pub use stats::Summary;

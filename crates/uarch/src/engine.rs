@@ -79,6 +79,9 @@ pub struct ThreadResult {
     pub end_cycle: f64,
     /// Periodic samples over the whole run (warm-up and overrun included), if asked for.
     pub samples: Vec<Sample>,
+    /// Lines the thread held in the last cache level of its data path at the end of the run
+    /// (its footprint there, for refill costs after migration).
+    pub llc_lines: usize,
 }
 
 impl ThreadResult {
@@ -503,10 +506,13 @@ impl Simulation {
             .map(Core::now)
             .fold(0.0, f64::max);
         let instructions_simulated = self.threads.iter().map(|t| t.counters.instructions).sum();
+        let mem = &self.mem;
         let threads = self
             .threads
             .iter_mut()
             .map(|t| {
+                let llc = *mem.data_path(t.who.cpu).last().expect("a data path");
+                let llc_lines = mem.cache(llc).occupancy(t.who.slot);
                 let (s, st) = t.start_snapshot.expect("window started");
                 let (e, et) = t.end_snapshot.expect("window ended");
                 ThreadResult {
@@ -514,6 +520,7 @@ impl Simulation {
                     start_cycle: st,
                     end_cycle: et,
                     samples: std::mem::take(&mut t.samples),
+                    llc_lines,
                 }
             })
             .collect();

@@ -5,6 +5,7 @@ mod corun;
 mod describe;
 pub mod host;
 mod matrix;
+mod run;
 mod solo;
 pub mod trace;
 
@@ -23,6 +24,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Solo(a) => solo::run(a),
         Command::Corun(a) => corun::run(a),
         Command::Matrix(a) => matrix::run(a),
+        Command::Run(a) => run::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Trace(a) => trace::run(a),
         Command::Host(a) => host::run_host(a),

@@ -1,0 +1,178 @@
+//! What an OS simulation measures: completed runs and their performance ratios, system speedup
+//! (STP), ANTT, fairness, priority adherence, context switches, migrations, the schedule timeline.
+
+use serde::Serialize;
+
+/// One completed run of a benchmark (cycles).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RunRecord {
+    pub bench: usize,
+    pub start: f64,
+    pub end: f64,
+}
+
+/// One context switch.
+#[derive(Clone, Debug, Serialize)]
+pub struct Switch {
+    pub cycle: f64,
+    pub cpu: usize,
+    pub from: Option<u32>,
+    pub to: Option<u32>,
+    pub to_name: Option<String>,
+}
+
+/// Per benchmark of the task set.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchStats {
+    pub name: String,
+    pub nice: i32,
+    /// Runs entirely inside the measurement window.
+    pub runs: usize,
+    /// Mean performance ratio of those runs (solo time / run time).
+    pub pr: Option<f64>,
+    pub prs: Vec<f64>,
+    /// CPU time it received, as a fraction of one logical CPU over the whole simulation.
+    pub cpu_share: f64,
+    pub context_switches: u64,
+    pub migrations: u64,
+}
+
+/// Everything a run of the OS simulator reports.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Metrics {
+    /// Measurement window in cycles.
+    pub window: (f64, f64),
+    pub tick_cycles: f64,
+    pub clock_hz: f64,
+    pub benches: Vec<String>,
+    pub solo_seconds: Vec<f64>,
+    pub nice: Vec<i32>,
+    #[serde(skip)]
+    pub runs: Vec<RunRecord>,
+    pub context_switches: u64,
+    pub migrations: u64,
+    pub forks: u64,
+    pub epochs: u64,
+    pub estimates: u64,
+    #[serde(skip)]
+    pub timeline: Vec<Switch>,
+    pub per_bench: Vec<BenchStats>,
+}
+
+/// The summary numbers of one simulation.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Summary {
+    /// Σ PR over the benchmarks with completed runs (weighted speedup, STP).
+    pub system_speedup: f64,
+    /// Mean of 1/PR (average normalised turnaround time; lower is better).
+    pub antt: f64,
+    /// min PR / max PR.
+    pub fairness: f64,
+    pub pr_sd: f64,
+    pub pr_iqr: f64,
+    /// Benchmarks without a completed run in the window (left out of the sums).
+    pub missing: Vec<String>,
+}
+
+impl Metrics {
+    pub(crate) fn finish(&mut self, tasks: Vec<(usize, u64, u64, f64)>) {
+        let (start, end) = self.window;
+        let total = end;
+        self.per_bench = self
+            .benches
+            .iter()
+            .enumerate()
+            .map(|(b, name)| {
+                let prs: Vec<f64> = self
+                    .runs
+                    .iter()
+                    .filter(|r| r.bench == b && r.start >= start && r.end <= end)
+                    .map(|r| self.solo_seconds[b] / ((r.end - r.start) / self.clock_hz))
+                    .collect();
+                let mine = tasks.iter().filter(|t| t.0 == b);
+                let (mut cs, mut mig, mut cycles) = (0, 0, 0.0);
+                for t in mine {
+                    cs += t.1;
+                    mig += t.2;
+                    cycles += t.3;
+                }
+                BenchStats {
+                    name: name.clone(),
+                    nice: self.nice[b],
+                    runs: prs.len(),
+                    pr: (!prs.is_empty()).then(|| prs.iter().sum::<f64>() / prs.len() as f64),
+                    prs,
+                    cpu_share: cycles / total,
+                    context_switches: cs,
+                    migrations: mig,
+                }
+            })
+            .collect();
+    }
+
+    pub fn summary(&self) -> Summary {
+        let prs: Vec<f64> = self.per_bench.iter().filter_map(|b| b.pr).collect();
+        let missing = self
+            .per_bench
+            .iter()
+            .filter(|b| b.pr.is_none())
+            .map(|b| b.name.clone())
+            .collect();
+        if prs.is_empty() {
+            return Summary {
+                system_speedup: 0.0,
+                antt: f64::INFINITY,
+                fairness: 0.0,
+                pr_sd: 0.0,
+                pr_iqr: 0.0,
+                missing,
+            };
+        }
+        let n = prs.len() as f64;
+        let mean = prs.iter().sum::<f64>() / n;
+        let sd = if prs.len() > 1 {
+            (prs.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+        } else {
+            0.0
+        };
+        let mut sorted = prs.clone();
+        sorted.sort_by(f64::total_cmp);
+        let q = |p: f64| {
+            let h = (sorted.len() - 1) as f64 * p;
+            let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+            sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+        };
+        Summary {
+            system_speedup: prs.iter().sum(),
+            antt: prs.iter().map(|p| 1.0 / p).sum::<f64>() / n,
+            fairness: sorted[0] / sorted[sorted.len() - 1],
+            pr_sd: sd,
+            pr_iqr: q(0.75) - q(0.25),
+            missing,
+        }
+    }
+
+    /// Priority adherence: for each benchmark, its PR relative to the highest-priority one's,
+    /// beside the ratio of their time slices (NICE_TO_TICKS) — what the thesis compares.
+    pub fn priority_ratios(&self) -> Vec<(String, Option<f64>, f64)> {
+        let Some(top) = (0..self.per_bench.len()).min_by_key(|&b| self.per_bench[b].nice) else {
+            return Vec::new();
+        };
+        let top_pr = self.per_bench[top].pr;
+        let top_ticks = crate::sim::nice_to_ticks(self.per_bench[top].nice) as f64;
+        self.per_bench
+            .iter()
+            .map(|b| {
+                let achieved = match (b.pr, top_pr) {
+                    (Some(p), Some(t)) if t > 0.0 => Some(p / t),
+                    _ => None,
+                };
+                (
+                    b.name.clone(),
+                    achieved,
+                    crate::sim::nice_to_ticks(b.nice) as f64 / top_ticks,
+                )
+            })
+            .collect()
+    }
+}

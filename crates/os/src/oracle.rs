@@ -1,0 +1,463 @@
+//! The interaction oracle (DESIGN §6): turns "these threads share this machine right now" into each
+//! thread's progress rate (its performance ratio) and counter rates. Backends: `simulated` (runs
+//! the microarchitectural simulator for a sample window and memoises by the situation) and
+//! `measured` (a PR matrix file from `smtsched matrix` or `smtsched measure`).
+
+use rayon::prelude::*;
+use smtsched_model::{MachineModel, Placement, PrMatrix, WorkloadProfile};
+use smtsched_uarch::{
+    protocol::{run_together, solo, Protocol},
+    ThreadCounters, Window, Workload,
+};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// What one logical CPU runs: a workload (index into the oracle's table) in one of its phases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Occupant {
+    pub workload: u32,
+    pub phase: u16,
+}
+
+/// Events per cycle of one thread over a sample: the estimator's features.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Epc {
+    pub instructions: f64,
+    pub l1i_misses: f64,
+    pub l1d_misses: f64,
+    /// Misses of the last cache level.
+    pub llc_misses: f64,
+    pub fp_ops: f64,
+    pub loads: f64,
+    pub stores: f64,
+    pub branch_mispredicts: f64,
+}
+
+impl Epc {
+    pub fn of(c: &ThreadCounters, llc_level: u8) -> Epc {
+        let cy = c.cycles.max(1.0);
+        let llc = match llc_level {
+            1 => c.l1d_misses,
+            2 => c.l2_misses,
+            _ => c.l3_misses,
+        };
+        Epc {
+            instructions: c.instructions as f64 / cy,
+            l1i_misses: c.l1i_misses as f64 / cy,
+            l1d_misses: c.l1d_misses as f64 / cy,
+            llc_misses: llc as f64 / cy,
+            fp_ops: c.fp_ops as f64 / cy,
+            loads: c.loads as f64 / cy,
+            stores: c.stores as f64 / cy,
+            branch_mispredicts: c.branch_mispredicts as f64 / cy,
+        }
+    }
+}
+
+/// Progress and counter rates of one thread in a situation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ThreadRate {
+    /// Performance ratio: progress per cycle relative to running alone.
+    pub pr: f64,
+    /// Instructions per cycle.
+    pub ipc: f64,
+    pub epc: Epc,
+}
+
+/// A source of interaction data. Situations list what each logical CPU runs (`None` = idle).
+pub trait Oracle: Send + Sync {
+    /// Rates of every occupied logical CPU, indexed like `situation`.
+    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>>;
+    /// Computes many situations ahead of time (in parallel where the backend can).
+    fn warm(&self, _situations: &[Vec<Option<Occupant>>]) {}
+    /// Length of each phase of a workload in cycles when it runs alone (one entry, infinite, for
+    /// a workload without phases).
+    fn phase_solo_cycles(&self, workload: u32) -> Vec<f64>;
+    /// Cycles a thread of this workload loses refilling caches after a migration or a long absence.
+    fn refill_cycles(&self, workload: u32) -> f64;
+    /// Instructions per cycle of the workload alone, in a phase.
+    fn solo_ipc(&self, o: Occupant) -> f64;
+    fn describe(&self) -> String;
+}
+
+/// Canonical form of a situation: cores of a package and packages of the machine are
+/// interchangeable, and so are the threads of a core. Returns the key and, for every CPU, the
+/// position of its occupant in the key's flattening.
+fn canonical(
+    machine: &MachineModel,
+    situation: &[Option<Occupant>],
+) -> (Vec<Vec<Vec<Occupant>>>, Vec<Option<usize>>) {
+    let t = &machine.topology;
+    // packages -> cores -> occupants (with their CPU for mapping back)
+    let mut pk: Vec<Vec<Vec<(Occupant, usize)>>> =
+        vec![vec![Vec::new(); t.cores_per_package as usize]; t.packages as usize];
+    for (cpu, o) in situation.iter().enumerate() {
+        if let Some(o) = o {
+            let loc = machine
+                .cpu_location(cpu as u32)
+                .expect("situation fits the machine");
+            pk[loc.package as usize][(loc.core % t.cores_per_package) as usize].push((*o, cpu));
+        }
+    }
+    for p in &mut pk {
+        for c in p.iter_mut() {
+            c.sort();
+        }
+        p.sort_by(|a, b| occupants(a).cmp(&occupants(b)));
+    }
+    pk.sort_by(|a, b| {
+        let ka: Vec<Vec<Occupant>> = a.iter().map(|c| occupants(c)).collect();
+        let kb: Vec<Vec<Occupant>> = b.iter().map(|c| occupants(c)).collect();
+        ka.cmp(&kb)
+    });
+    let mut slot_of = vec![None; situation.len()];
+    let mut k = 0;
+    for p in &pk {
+        for c in p {
+            for &(_, cpu) in c {
+                slot_of[cpu] = Some(k);
+                k += 1;
+            }
+        }
+    }
+    let key = pk
+        .iter()
+        .map(|p| p.iter().map(|c| occupants(c)).collect())
+        .collect();
+    (key, slot_of)
+}
+
+fn occupants(c: &[(Occupant, usize)]) -> Vec<Occupant> {
+    c.iter().map(|x| x.0).collect()
+}
+
+/// The simulated backend: the microarchitectural simulator, memoised.
+pub struct SimulatedOracle {
+    machine: MachineModel,
+    workloads: Vec<WorkloadProfile>,
+    proto: Protocol,
+    llc_level: u8,
+    line_bytes: u32,
+    memo: Mutex<HashMap<Vec<Vec<Vec<Occupant>>>, Vec<ThreadRate>>>,
+    solo: Mutex<HashMap<Occupant, (f64, usize)>>,
+}
+
+/// A profile that starts in phase `phase` (so a sample measures that phase).
+struct PhaseStart<'a> {
+    profile: &'a WorkloadProfile,
+    offset: u64,
+}
+
+impl Workload for PhaseStart<'_> {
+    fn name(&self) -> &str {
+        &self.profile.name
+    }
+
+    fn stream(&self, seed: u64, copy: u32) -> Box<dyn smtsched_uarch::InstructionSource> {
+        let s = smtsched_uarch::rng::derive_seed(seed, &format!("{}#{}", self.profile.name, copy));
+        Box::new(smtsched_uarch::SyntheticStream::new(
+            self.profile,
+            s,
+            self.offset,
+        ))
+    }
+}
+
+impl SimulatedOracle {
+    /// An oracle for `workloads` on `machine`, sampling each situation over `warmup` then
+    /// `measure` instructions per thread.
+    pub fn new(
+        machine: MachineModel,
+        workloads: Vec<WorkloadProfile>,
+        seed: u64,
+        warmup: u64,
+        measure: u64,
+    ) -> Self {
+        let path = machine.cache_path(smtsched_model::CacheContents::Data);
+        let (_, llc) = *path.last().expect("a data path");
+        SimulatedOracle {
+            llc_level: llc.level,
+            line_bytes: llc.line_bytes,
+            machine,
+            workloads,
+            proto: Protocol {
+                seed,
+                warmup_instructions: warmup,
+                measure_instructions: measure,
+                quantum_cycles: u64::MAX / 4,
+                timeshare_rounds: 1,
+            },
+            memo: Mutex::new(HashMap::new()),
+            solo: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn start(&self, o: Occupant) -> PhaseStart<'_> {
+        let p = &self.workloads[o.workload as usize];
+        let offset = p.phase[..o.phase as usize]
+            .iter()
+            .map(|ph| ph.instructions)
+            .sum();
+        PhaseStart { profile: p, offset }
+    }
+
+    /// Solo IPC and last-level-cache footprint (lines) of an occupant.
+    fn solo_of(&self, o: Occupant) -> (f64, usize) {
+        if let Some(v) = self.solo.lock().expect("oracle lock").get(&o) {
+            return *v;
+        }
+        let w = self.start(o);
+        let r = solo(&self.machine, &w, 0, 0, &self.proto)
+            .expect("the oracle's machine runs a solo thread");
+        let v = (r.ipc(), r.llc_lines);
+        self.solo.lock().expect("oracle lock").insert(o, v);
+        v
+    }
+
+    fn simulate(&self, key: &[Vec<Vec<Occupant>>]) -> Vec<ThreadRate> {
+        let t = &self.machine.topology;
+        let starts: Vec<(PhaseStart<'_>, u32)> = key
+            .iter()
+            .enumerate()
+            .flat_map(|(p, cores)| {
+                cores.iter().enumerate().flat_map(move |(c, occ)| {
+                    occ.iter().enumerate().map(move |(k, o)| {
+                        (
+                            *o,
+                            self.machine
+                                .cpu_at(p as u32 * t.cores_per_package + c as u32, k as u32),
+                        )
+                    })
+                })
+            })
+            .map(|(o, cpu)| (self.start(o), cpu))
+            .collect();
+        let occupants: Vec<Occupant> = key.iter().flatten().flatten().copied().collect();
+        let threads: Vec<(&dyn Workload, u32)> = starts
+            .iter()
+            .map(|(w, cpu)| (w as &dyn Workload, *cpu))
+            .collect();
+        let r = run_together(&self.machine, &threads, &self.proto, Window::Instructions)
+            .expect("the situation fits the machine");
+        r.threads
+            .iter()
+            .zip(&occupants)
+            .map(|(th, &o)| {
+                let (solo_ipc, _) = self.solo_of(o);
+                let ipc = th.ipc();
+                ThreadRate {
+                    pr: ipc / solo_ipc,
+                    ipc,
+                    epc: Epc::of(&th.window, self.llc_level),
+                }
+            })
+            .collect()
+    }
+}
+
+impl Oracle for SimulatedOracle {
+    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>> {
+        let (key, slot_of) = canonical(&self.machine, situation);
+        let cached = self.memo.lock().expect("oracle lock").get(&key).cloned();
+        let rates = match cached {
+            Some(r) => r,
+            None => {
+                let r = if key.iter().flatten().flatten().count() == 0 {
+                    Vec::new()
+                } else {
+                    self.simulate(&key)
+                };
+                self.memo
+                    .lock()
+                    .expect("oracle lock")
+                    .insert(key, r.clone());
+                r
+            }
+        };
+        slot_of.iter().map(|s| s.map(|k| rates[k])).collect()
+    }
+
+    fn warm(&self, situations: &[Vec<Option<Occupant>>]) {
+        let mut keys: Vec<_> = situations
+            .iter()
+            .map(|s| canonical(&self.machine, s).0)
+            .collect();
+        keys.sort();
+        keys.dedup();
+        let memo = self.memo.lock().expect("oracle lock");
+        keys.retain(|k| !memo.contains_key(k) && k.iter().flatten().flatten().count() > 0);
+        drop(memo);
+        // Solo baselines first, so the pair runs do not race to compute them.
+        let mut solos: Vec<Occupant> = keys.iter().flatten().flatten().flatten().copied().collect();
+        solos.sort();
+        solos.dedup();
+        solos.par_iter().for_each(|&o| {
+            self.solo_of(o);
+        });
+        let results: Vec<_> = keys
+            .par_iter()
+            .map(|k| (k.clone(), self.simulate(k)))
+            .collect();
+        self.memo.lock().expect("oracle lock").extend(results);
+    }
+
+    fn phase_solo_cycles(&self, workload: u32) -> Vec<f64> {
+        let p = &self.workloads[workload as usize];
+        if p.phase.len() <= 1 {
+            return vec![f64::INFINITY];
+        }
+        (0..p.phase.len())
+            .map(|i| {
+                p.phase[i].instructions as f64
+                    / self
+                        .solo_of(Occupant {
+                            workload,
+                            phase: i as u16,
+                        })
+                        .0
+            })
+            .collect()
+    }
+
+    fn refill_cycles(&self, workload: u32) -> f64 {
+        // Refilling the footprint is bandwidth-bound: lines × line size / bus bandwidth.
+        let (_, lines) = self.solo_of(Occupant { workload, phase: 0 });
+        lines as f64 * self.line_bytes as f64 / self.machine.memory.bus_bytes_per_cycle
+    }
+
+    fn solo_ipc(&self, o: Occupant) -> f64 {
+        self.solo_of(o).0
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "simulated on {} ({} + {} instructions per sample, seed {})",
+            self.machine.name,
+            self.proto.warmup_instructions,
+            self.proto.measure_instructions,
+            self.proto.seed
+        )
+    }
+}
+
+/// The measured backend: a PR matrix (sibling placement) gives the PR of each pair; threads
+/// alone run at PR 1; packages do not interact. Counter rates come from the file where it has
+/// them, otherwise they are zero (estimators then see no events — say so to the user).
+pub struct MeasuredOracle {
+    machine: MachineModel,
+    matrix: PrMatrix,
+    /// Index of each oracle workload in the matrix.
+    index: Vec<usize>,
+}
+
+impl MeasuredOracle {
+    /// Uses `matrix` for the workloads named `workloads`; every one must be in the matrix.
+    pub fn new(
+        machine: MachineModel,
+        matrix: PrMatrix,
+        workloads: &[String],
+    ) -> Result<Self, String> {
+        matrix.validate().map_err(|e| e.to_string())?;
+        if matrix.placement != Placement::Siblings {
+            return Err(format!(
+                "the matrix was measured with placement {}, the oracle needs siblings",
+                matrix.placement
+            ));
+        }
+        let index = workloads
+            .iter()
+            .map(|w| {
+                matrix.index_of(w).ok_or_else(|| {
+                    format!(
+                        "workload {w:?} is not in the matrix (it has {})",
+                        matrix.workloads.join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(MeasuredOracle {
+            machine,
+            matrix,
+            index,
+        })
+    }
+
+    fn epc_of(map: &std::collections::BTreeMap<String, f64>) -> Epc {
+        let cy = map.get("cycles").copied().unwrap_or(0.0);
+        if cy <= 0.0 {
+            return Epc::default();
+        }
+        let g = |k: &str| map.get(k).copied().unwrap_or(0.0) / cy;
+        Epc {
+            instructions: g("instructions"),
+            l1i_misses: g("l1i_misses"),
+            l1d_misses: g("l1d_misses"),
+            llc_misses: g("l2_misses").max(g("l3_misses")),
+            fp_ops: g("fp_ops"),
+            loads: g("loads"),
+            stores: g("stores"),
+            branch_mispredicts: g("branch_mispredicts"),
+        }
+    }
+}
+
+impl Oracle for MeasuredOracle {
+    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>> {
+        let mut out = vec![None; situation.len()];
+        for (cpu, o) in situation.iter().enumerate() {
+            let Some(o) = o else { continue };
+            let me = self.index[o.workload as usize];
+            let loc = self
+                .machine
+                .cpu_location(cpu as u32)
+                .expect("situation fits the machine");
+            let sibling = situation.iter().enumerate().find_map(|(c2, o2)| {
+                let l2 = self.machine.cpu_location(c2 as u32)?;
+                (c2 != cpu && l2.core == loc.core).then_some(*o2).flatten()
+            });
+            let solo = &self.matrix.solo[me];
+            let (pr, counters) = match sibling {
+                None => (1.0, &solo.counters),
+                Some(s) => {
+                    let other = self.index[s.workload as usize];
+                    let pair = self
+                        .matrix
+                        .pairs
+                        .iter()
+                        .find(|p| (p.a, p.b) == (me.min(other), me.max(other)));
+                    match pair {
+                        Some(p) if p.a == me => (p.pr_a, &p.counters_a),
+                        Some(p) => (p.pr_b, &p.counters_b),
+                        None => (self.matrix.pr(me, other).unwrap_or(0.5), &solo.counters),
+                    }
+                }
+            };
+            let epc = Self::epc_of(counters);
+            out[cpu] = Some(ThreadRate {
+                pr,
+                ipc: epc.instructions,
+                epc,
+            });
+        }
+        out
+    }
+
+    fn phase_solo_cycles(&self, _workload: u32) -> Vec<f64> {
+        vec![f64::INFINITY]
+    }
+
+    fn refill_cycles(&self, _workload: u32) -> f64 {
+        0.0
+    }
+
+    fn solo_ipc(&self, o: Occupant) -> f64 {
+        Self::epc_of(&self.matrix.solo[self.index[o.workload as usize]].counters).instructions
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "measured matrix of {} ({}, {})",
+            self.matrix.machine, self.matrix.source, self.matrix.placement
+        )
+    }
+}

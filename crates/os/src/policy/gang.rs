@@ -1,0 +1,48 @@
+//! Approximate round-robin gang scheduling through goodness (thesis §4.4.4.3): members of the
+//! current gang get a large bonus; other tasks still run when a member blocks or runs out of slice.
+
+use super::{SchedView, TaskId, GANG_BONUS};
+
+/// Ticks a gang keeps the bonus before the next one's turn: one default time slice
+/// (NICE_TO_TICKS(0) = 6 ticks at HZ = 100).
+pub const GANG_TICKS: u64 = 6;
+
+#[derive(Clone, Debug, Default)]
+pub struct Gangs {
+    gangs: Vec<Vec<TaskId>>,
+    current: usize,
+    since_tick: u64,
+}
+
+impl Gangs {
+    pub fn set(&mut self, gangs: Vec<Vec<TaskId>>, tick: u64) {
+        if gangs != self.gangs {
+            self.gangs = gangs;
+            self.current = 0;
+            self.since_tick = tick;
+        }
+    }
+
+    /// Moves to the next gang when the current one has had its turn or cannot run.
+    pub fn advance(&mut self, view: &SchedView) {
+        if self.gangs.is_empty() {
+            return;
+        }
+        let can_run = self.gangs[self.current].iter().any(|&t| {
+            view.tasks
+                .get(t)
+                .is_some_and(|v| v.runnable && v.slice_left >= 1.0)
+        });
+        if !can_run || view.tick >= self.since_tick + GANG_TICKS {
+            self.current = (self.current + 1) % self.gangs.len();
+            self.since_tick = view.tick;
+        }
+    }
+
+    pub fn bonus(&self, task: TaskId) -> i64 {
+        match self.gangs.get(self.current) {
+            Some(g) if g.contains(&task) => GANG_BONUS,
+            _ => 0,
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Task sets: which programs run, how they behave (loop forever, block, fork), their priorities —
+//! as data (TOML), like machines and workloads.
+
+use serde::{Deserialize, Serialize};
+
+/// A set of tasks to schedule, as `experiments/*.toml` and `smtsched run --tasks FILE` give it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSetSpec {
+    #[serde(default)]
+    pub name: String,
+    #[serde(rename = "task")]
+    pub tasks: Vec<TaskSpec>,
+}
+
+/// One program of the set. It runs in an endless loop; each completed run is recorded.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// Display name (defaults to the workload name).
+    #[serde(default)]
+    pub name: String,
+    /// Workload preset or file that each run of the task executes.
+    pub workload: String,
+    /// Static priority.
+    #[serde(default)]
+    pub nice: i32,
+    /// Length of one run, in seconds when running alone on the machine.
+    #[serde(default = "default_run_seconds")]
+    pub run_seconds: f64,
+    /// Computing and waiting: the task blocks after about `run_ms` of its own CPU time (alone)
+    /// for about `wait_ms` (both exponentially distributed around these means).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<BlockSpec>,
+    /// The task is a family: a parent that forks short-lived children, each running the workload
+    /// for `child_seconds` (alone), one after another, `children` per run (a `make`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<ForkSpec>,
+    /// Logical CPUs the task may run on (kernel list syntax); all when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+}
+
+fn default_run_seconds() -> f64 {
+    60.0
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BlockSpec {
+    pub run_ms: f64,
+    pub wait_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ForkSpec {
+    pub children: u32,
+    pub child_seconds: f64,
+}
+
+impl TaskSpec {
+    pub fn display_name(&self) -> String {
+        if self.name.is_empty() {
+            self.workload.clone()
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
+impl TaskSetSpec {
+    /// Checks the values serde cannot; errors name the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.tasks.is_empty() {
+            return Err("task = []: the task set is empty".into());
+        }
+        for (i, t) in self.tasks.iter().enumerate() {
+            let f = |k: &str| format!("task[{i}].{k}");
+            if !(-20..=19).contains(&t.nice) {
+                return Err(format!(
+                    "{} = {}: nice must be -20 to 19",
+                    f("nice"),
+                    t.nice
+                ));
+            }
+            if !(t.run_seconds > 0.0 && t.run_seconds.is_finite()) {
+                return Err(format!(
+                    "{} = {}: must be positive",
+                    f("run_seconds"),
+                    t.run_seconds
+                ));
+            }
+            if let Some(b) = &t.block {
+                if !(b.run_ms > 0.0
+                    && b.wait_ms >= 0.0
+                    && b.run_ms.is_finite()
+                    && b.wait_ms.is_finite())
+                {
+                    return Err(format!(
+                        "{}: run_ms must be positive and wait_ms non-negative",
+                        f("block")
+                    ));
+                }
+            }
+            if let Some(k) = &t.fork {
+                if k.children == 0 || !(k.child_seconds > 0.0) {
+                    return Err(format!(
+                        "{}: children and child_seconds must be positive",
+                        f("fork")
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A set of plain looping tasks, one per workload name.
+    pub fn of_workloads(names: &[String]) -> TaskSetSpec {
+        TaskSetSpec {
+            name: names.join("+"),
+            tasks: names
+                .iter()
+                .map(|w| TaskSpec {
+                    name: String::new(),
+                    workload: w.clone(),
+                    nice: 0,
+                    run_seconds: default_run_seconds(),
+                    block: None,
+                    fork: None,
+                    cpus: None,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Reads a task set from a TOML file; errors say file, line and field.
+pub fn load_taskset(path: &str) -> Result<TaskSetSpec, smtsched_model::ModelError> {
+    let src = smtsched_model::loader::resolve("task set", path, &[])?;
+    let set: TaskSetSpec = smtsched_model::loader::parse(&src, &[])?;
+    set.validate()
+        .map_err(|reason| smtsched_model::ModelError::Override {
+            text: src.origin.to_string(),
+            reason,
+        })?;
+    Ok(set)
+}
