@@ -1010,7 +1010,9 @@ pub(crate) fn tally(chunk: &Chunk, s: &mut Summary, prev: &mut Option<(u64, bool
 mod tests {
     use super::*;
 
-    fn write(insns: &[(u64, u32, &[(AccessKind, u64, u32)])]) -> Vec<u8> {
+    type Rec<'a> = (u64, u32, &'a [(AccessKind, u64, u32)]);
+
+    fn write(insns: &[Rec]) -> Vec<u8> {
         let mut w = TraceWriter::new(Vec::new()).unwrap();
         for &(pc, size, accs) in insns {
             w.instruction(pc, size).unwrap();
@@ -1085,8 +1087,7 @@ mod tests {
 
     #[test]
     fn every_cut_of_a_file_is_rejected() {
-        let insns: Vec<(u64, u32, &[(AccessKind, u64, u32)])> =
-            (0..300).map(|i| (0x4000 + i * 4, 4, &[][..])).collect();
+        let insns: Vec<Rec> = (0..300).map(|i| (0x4000 + i * 4, 4, &[][..])).collect();
         let bytes = write(&insns);
         for cut in 0..bytes.len() {
             let r = TraceFile::from_bytes(bytes[..cut].to_vec(), "t");
@@ -1096,7 +1097,7 @@ mod tests {
 
     #[test]
     fn flipped_bytes_are_caught() {
-        let insns: Vec<(u64, u32, &[(AccessKind, u64, u32)])> = (0..300)
+        let insns: Vec<Rec> = (0..300)
             .map(|i| (0x4000 + i * 4, 4, &[(AccessKind::Load, 0x9000, 8)][..]))
             .collect();
         let bytes = write(&insns);

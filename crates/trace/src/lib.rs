@@ -2,6 +2,7 @@
 //! compact compressed trace file, replayed as a simulator workload, summarised, turned into a
 //! synthetic profile, and cross-checked against valgrind's own cache simulator.
 
+pub mod crosscheck;
 pub mod error;
 pub mod format;
 pub mod lackey;

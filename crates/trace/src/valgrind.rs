@@ -312,7 +312,9 @@ impl Geometry {
         let ok = self.ways > 0
             && self.line_bytes.is_power_of_two()
             && self.line_bytes >= 16
-            && self.size_bytes % (self.ways as u64 * self.line_bytes as u64) == 0
+            && self
+                .size_bytes
+                .is_multiple_of(self.ways as u64 * self.line_bytes as u64)
             && self.sets().is_power_of_two();
         if ok {
             Ok(())
