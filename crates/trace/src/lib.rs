@@ -8,6 +8,7 @@ pub mod format;
 pub mod lackey;
 pub mod output;
 pub mod replay;
+pub mod stats;
 pub mod valgrind;
 
 pub use error::{Result, TraceError};

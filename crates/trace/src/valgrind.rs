@@ -112,6 +112,22 @@ fn check_command(command: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Counts the bytes read through it and reports them.
+struct Counting<'p, R> {
+    inner: R,
+    bytes: u64,
+    progress: &'p dyn Fn(u64),
+}
+
+impl<R: std::io::Read> std::io::Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        (self.progress)(self.bytes);
+        Ok(n)
+    }
+}
+
 /// Options of [`record`].
 #[derive(Clone, Debug, Default)]
 pub struct RecordOptions {
@@ -132,10 +148,12 @@ pub struct RecordReport {
 
 /// Runs `opts.command` under lackey and writes its trace to `dest` (atomically: on any error
 /// nothing is left at `dest`). The log flows through a pipe straight into the importer.
+/// `progress` is told how many bytes of lackey output have been read.
 pub fn record(
     opts: &RecordOptions,
     dest: &Path,
     interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(u64),
 ) -> Result<RecordReport> {
     check_command(&opts.command)?;
     let vg = valgrind()?;
@@ -174,6 +192,11 @@ pub fn record(
     let label = dest.display().to_string();
     let result = (|| {
         let mut w = TraceWriter::new(&mut file).map_err(|e| TraceError::write(dest, e))?;
+        let reader = Counting {
+            inner: reader,
+            bytes: 0,
+            progress,
+        };
         let stats = import_lackey(
             reader,
             "valgrind lackey output",
@@ -247,6 +270,7 @@ pub fn import_file(
     dest: &Path,
     limit: Option<u64>,
     interrupted: Option<&AtomicBool>,
+    progress: &dyn Fn(u64),
 ) -> Result<(ImportStats, Summary)> {
     let reader: Box<dyn std::io::Read> = if input == "-" {
         Box::new(std::io::stdin().lock())
@@ -265,6 +289,11 @@ pub fn import_file(
     let origin = if input == "-" { "<stdin>" } else { input };
     let mut file = AtomicFile::create(dest)?;
     let mut w = TraceWriter::new(&mut file).map_err(|e| TraceError::write(dest, e))?;
+    let reader = Counting {
+        inner: reader,
+        bytes: 0,
+        progress,
+    };
     let stats = import_lackey(
         reader,
         origin,

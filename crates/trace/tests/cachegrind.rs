@@ -47,6 +47,7 @@ fn check(name: &str, command: &[String], dir: &Path) -> String {
         },
         &trace,
         None,
+        &|_| {},
     )
     .unwrap_or_else(|e| panic!("{name}: record: {e}"));
     let cg = run_cachegrind(command, &CACHES, ProgramOutput::Null)

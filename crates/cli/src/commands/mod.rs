@@ -44,6 +44,11 @@ pub(crate) fn machine(name: &str, set: &[String]) -> Result<MachineModel> {
 
 /// A workload by preset name or file.
 pub(crate) fn workload(name: &str) -> Result<Box<dyn Workload>> {
+    // A recorded trace (`FILE` or `FILE@PROFILE`, told apart by the file's signature) replays
+    // wherever a profile runs.
+    if let Some(trace) = smtsched_trace::replay::load_trace_workload(name)? {
+        return Ok(Box::new(trace));
+    }
     Ok(Box::new(load_workload(name, &[])?))
 }
 
