@@ -42,6 +42,10 @@ pub enum Command {
     ///
     /// Example: smtsched run --tasks gzip-like,crafty-like,swim-like,art-like --cpus 2-3 --policies naive,plan
     Run(RunArgs),
+    /// Run an experiment of the seed papers and print the result beside the paper's.
+    ///
+    /// Example: smtsched reproduce thesis-set-a
+    Reproduce(ReproduceArgs),
     /// Measure simulator speed: simulated instructions per second on one host core.
     ///
     /// Example: smtsched bench
@@ -252,4 +256,30 @@ pub struct RunArgs {
     /// Write per-task results as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReproduceArgs {
+    /// Experiment name (see --list) or an experiment TOML file.
+    pub name: Option<String>,
+    /// List the experiments.
+    #[arg(long)]
+    pub list: bool,
+    /// Override the experiment's repetitions.
+    #[arg(long)]
+    pub repetitions: Option<u32>,
+    /// Override the experiment's simulated seconds.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Override the experiment's estimator: thesis, perfect or a model file.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the report (the text printed) to this file.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }

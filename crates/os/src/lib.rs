@@ -4,6 +4,7 @@
 //! fast each task runs beside its co-runners; online PR estimation; metrics and the timeline.
 
 pub mod estimate;
+pub mod experiment;
 pub mod metrics;
 pub mod oracle;
 pub mod policy;

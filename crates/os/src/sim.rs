@@ -760,6 +760,7 @@ impl<'a> OsSim<'a> {
                 .collect(),
             current: self.cpus.iter().map(|c| c.current).collect(),
             package_of: (0..n).map(|c| self.package(c) as usize).collect(),
+            online: self.online.clone(),
             siblings_of: (0..n).map(|c| self.siblings(c)).collect(),
             pair_true: Default::default(),
         };

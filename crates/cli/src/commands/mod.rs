@@ -5,6 +5,7 @@ mod corun;
 mod describe;
 pub mod host;
 mod matrix;
+mod reproduce;
 mod run;
 mod solo;
 pub mod trace;
@@ -25,6 +26,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Corun(a) => corun::run(a),
         Command::Matrix(a) => matrix::run(a),
         Command::Run(a) => run::run(a),
+        Command::Reproduce(a) => reproduce::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Trace(a) => trace::run(a),
         Command::Host(a) => host::run_host(a),

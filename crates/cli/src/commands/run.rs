@@ -3,15 +3,13 @@
 use super::{json_out, machine, out, write_file};
 use crate::args::RunArgs;
 use crate::errors::bad_input;
-use anyhow::{Context, Result};
-use rayon::prelude::*;
+use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_workload, CpuSet, PrMatrix, WorkloadProfile};
+use smtsched_os::experiment::{policy_table, simulate, task_table, timeline_svg_of};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
-use smtsched_os::sim::{Baseline, Estimator, OsSim, SimConfig};
+use smtsched_os::sim::{Baseline, Estimator, SimConfig};
 use smtsched_os::taskset::{load_taskset, TaskSetSpec};
-use smtsched_os::{LinearModel, Metrics, PolicyName};
-use smtsched_report::timeline::{timeline_svg, Segment};
-use smtsched_report::Table;
+use smtsched_os::{LinearModel, PolicyName};
 use std::path::Path;
 
 /// Instructions per oracle sample (warm-up, measured): the matrix defaults.
@@ -87,151 +85,6 @@ pub fn oracle(
     )))
 }
 
-/// Results of one policy over its repetitions.
-#[derive(serde::Serialize)]
-pub struct PolicyRuns {
-    pub policy: String,
-    pub runs: Vec<Metrics>,
-    /// Wall-clock seconds all the simulations took once the oracle was warm.
-    pub wall_seconds: f64,
-}
-
-/// Runs `set` under every policy `repeat` times (seeds seed, seed+1, …), in parallel.
-pub fn simulate(
-    m: &smtsched_model::MachineModel,
-    oracle: &dyn Oracle,
-    set: &TaskSetSpec,
-    policies: &[PolicyName],
-    repeat: u32,
-    base: &SimConfig,
-) -> Result<Vec<PolicyRuns>> {
-    // Building one simulation validates the set and warms the oracle.
-    OsSim::new(m, oracle, set, PolicyName::Naive.build(), base.clone()).map_err(bad_input)?;
-    let started = std::time::Instant::now();
-    let jobs: Vec<(usize, u32)> = (0..policies.len())
-        .flat_map(|p| (0..repeat).map(move |r| (p, r)))
-        .collect();
-    let results: Vec<Metrics> = jobs
-        .par_iter()
-        .map(|&(p, r)| {
-            let mut cfg = base.clone();
-            cfg.seed = base.seed + r as u64;
-            cfg.record_timeline = base.record_timeline && p == 0 && r == 0;
-            OsSim::new(m, oracle, set, policies[p].build(), cfg).map(|s| s.run())
-        })
-        .collect::<Result<_, String>>()
-        .map_err(bad_input)?;
-    let seconds = started.elapsed().as_secs_f64();
-    let mut out: Vec<PolicyRuns> = policies
-        .iter()
-        .map(|p| PolicyRuns {
-            policy: p.to_string(),
-            runs: Vec::new(),
-            wall_seconds: seconds,
-        })
-        .collect();
-    for ((p, _), r) in jobs.iter().zip(results) {
-        out[*p].runs.push(r);
-    }
-    Ok(out)
-}
-
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    (m, sd)
-}
-
-/// The comparison table: one row per policy.
-pub fn policy_table(results: &[PolicyRuns]) -> String {
-    let mut t = Table::new([
-        "policy",
-        "system speedup",
-        "sd",
-        "ANTT",
-        "fairness",
-        "PR sd",
-        "switches/s",
-        "migrations/s",
-        "estimates",
-    ]);
-    for p in results {
-        let s: Vec<_> = p.runs.iter().map(|r| r.summary()).collect();
-        let (sp, sd) = mean_sd(&s.iter().map(|x| x.system_speedup).collect::<Vec<_>>());
-        let secs = |r: &Metrics| r.window.1 / r.clock_hz;
-        t.row([
-            p.policy.clone(),
-            format!("{sp:.3}"),
-            format!("{sd:.3}"),
-            format!(
-                "{:.3}",
-                mean_sd(&s.iter().map(|x| x.antt).collect::<Vec<_>>()).0
-            ),
-            format!(
-                "{:.3}",
-                mean_sd(&s.iter().map(|x| x.fairness).collect::<Vec<_>>()).0
-            ),
-            format!(
-                "{:.3}",
-                mean_sd(&s.iter().map(|x| x.pr_sd).collect::<Vec<_>>()).0
-            ),
-            format!(
-                "{:.1}",
-                mean_sd(
-                    &p.runs
-                        .iter()
-                        .map(|r| r.context_switches as f64 / secs(r))
-                        .collect::<Vec<_>>()
-                )
-                .0
-            ),
-            format!(
-                "{:.2}",
-                mean_sd(
-                    &p.runs
-                        .iter()
-                        .map(|r| r.migrations as f64 / secs(r))
-                        .collect::<Vec<_>>()
-                )
-                .0
-            ),
-            format!(
-                "{}",
-                p.runs.iter().map(|r| r.estimates).sum::<u64>() / p.runs.len().max(1) as u64
-            ),
-        ]);
-    }
-    t.render()
-}
-
-/// Per-task PRs: one row per task, one column per policy (mean over repetitions).
-pub fn task_table(results: &[PolicyRuns]) -> String {
-    let names: Vec<String> = results[0].runs[0]
-        .per_bench
-        .iter()
-        .map(|b| format!("{} (nice {})", b.name, b.nice))
-        .collect();
-    let mut t = Table::new(
-        std::iter::once("task PR".to_string()).chain(results.iter().map(|p| p.policy.clone())),
-    );
-    for (i, name) in names.iter().enumerate() {
-        t.row(std::iter::once(name.clone()).chain(results.iter().map(|p| {
-            let v: Vec<f64> = p.runs.iter().filter_map(|r| r.per_bench[i].pr).collect();
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{:.3}", mean_sd(&v).0)
-            }
-        })));
-    }
-    t.render()
-}
-
 pub fn run(a: RunArgs) -> Result<()> {
     let m = machine(&a.machine, &a.set)?;
     let baseline: Baseline = a
@@ -280,7 +133,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     cfg.estimate_cost_ticks = a.estimate_cost;
     cfg.record_timeline = a.timeline.is_some() || a.timeline_svg.is_some();
     let started = std::time::Instant::now();
-    let results = simulate(&m, oracle.as_ref(), &set, &policies, a.repeat, &cfg)?;
+    let results =
+        simulate(&m, oracle.as_ref(), &set, &policies, a.repeat, &cfg).map_err(bad_input)?;
     let elapsed = started.elapsed().as_secs_f64();
     if let Some(p) = &a.timeline {
         write_file(
@@ -290,12 +144,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     if let Some(p) = &a.timeline_svg {
         let r = &results[0].runs[0];
-        let svg = timeline(
-            r,
-            &m,
-            a.timeline_seconds,
-            &format!("{} on {} ({})", results[0].policy, m.name, a.baseline),
-        )?;
+        let title = format!("{} on {} ({})", results[0].policy, m.name, a.baseline);
+        let svg = timeline_svg_of(r, &m, a.timeline_seconds, &title).map_err(anyhow::Error::msg)?;
         write_file(p, svg.as_bytes())?;
     }
     if let Some(p) = &a.csv {
@@ -348,45 +198,4 @@ pub fn run(a: RunArgs) -> Result<()> {
     out(&policy_table(&results))?;
     out("\n")?;
     out(&task_table(&results))
-}
-
-/// Timeline segments of the first `seconds` seconds after the window starts.
-fn timeline(
-    r: &Metrics,
-    m: &smtsched_model::MachineModel,
-    seconds: f64,
-    title: &str,
-) -> Result<String> {
-    let hz = r.clock_hz;
-    let t0 = r.window.0 / hz;
-    let t1 = t0 + seconds;
-    let mut open: std::collections::BTreeMap<usize, (f64, String)> = Default::default();
-    let mut segs = Vec::new();
-    for s in &r.timeline {
-        let t = s.cycle / hz;
-        if let Some((start, label)) = open.remove(&s.cpu) {
-            segs.push(Segment {
-                lane: s.cpu,
-                start_s: start,
-                end_s: t,
-                label,
-            });
-        }
-        if let Some(name) = &s.to_name {
-            open.insert(s.cpu, (t, name.clone()));
-        }
-    }
-    for (cpu, (start, label)) in open {
-        segs.push(Segment {
-            lane: cpu,
-            start_s: start,
-            end_s: r.window.1 / hz,
-            label,
-        });
-    }
-    let lanes = m.logical_cpus() as usize;
-    let names: Vec<String> = (0..lanes).map(|c| format!("cpu {c}")).collect();
-    timeline_svg(&segs, lanes, &names, t0, t1, title)
-        .map_err(anyhow::Error::msg)
-        .context("drawing the timeline")
 }

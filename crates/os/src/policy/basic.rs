@@ -1,4 +1,7 @@
-//! `basic` (thesis §4.4.4.1): affinity to the physical package instead of the logical CPU.
+//! `basic` (thesis §4.4.4.1): a multiprocessor scheduler that understands the logical/physical
+//! hierarchy. Its goodness keeps affinity to the physical package instead of the logical CPU, and
+//! (this model's reading of "understands the hierarchy") a waking task goes to an idle package
+//! before it shares a busy one.
 
 use super::{CpuId, Goodness, Policy, SchedView, TaskId};
 
@@ -16,5 +19,29 @@ impl Policy for Basic {
             ..g
         }
         .stock()
+    }
+
+    /// An idle CPU whose siblings are idle too, preferring the task's previous package.
+    fn select_cpu(
+        &mut self,
+        _task: TaskId,
+        prev: Option<CpuId>,
+        view: &SchedView,
+    ) -> Option<CpuId> {
+        let fully_idle = |c: CpuId| {
+            view.current[c].is_none()
+                && view.siblings_of[c]
+                    .iter()
+                    .all(|&s| view.current[s].is_none())
+        };
+        let candidates: Vec<CpuId> = (0..view.current.len())
+            .filter(|&c| view.online[c] && fully_idle(c))
+            .collect();
+        let prev_pkg = prev.map(|p| view.package_of[p]);
+        candidates
+            .iter()
+            .copied()
+            .find(|&c| Some(view.package_of[c]) == prev_pkg)
+            .or_else(|| candidates.first().copied())
     }
 }

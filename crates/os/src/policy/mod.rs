@@ -60,6 +60,8 @@ pub struct SchedView {
     pub current: Vec<Option<TaskId>>,
     /// Package of each logical CPU.
     pub package_of: Vec<usize>,
+    /// Logical CPUs the OS uses.
+    pub online: Vec<bool>,
     /// Hardware siblings of each logical CPU (other CPUs of its core).
     pub siblings_of: Vec<Vec<CpuId>>,
     /// True (oracle) PRs of every pair of runnable tasks on one core, `(a, b) -> (pr_a, pr_b)`,

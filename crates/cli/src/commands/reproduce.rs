@@ -1,0 +1,210 @@
+//! `reproduce`: the seed papers' experiments, declared in `experiments/*.toml`.
+
+use super::run::{estimator, oracle};
+use super::{json_out, machine, out, write_file};
+use crate::args::ReproduceArgs;
+use crate::errors::bad_input;
+use anyhow::Result;
+use smtsched_model::{load_workload, CpuSet, WorkloadProfile};
+use smtsched_os::experiment::{
+    check, load_experiment, metric, policy_table, run_asymmetry, simulate, task_table,
+    ExperimentKind, EXPERIMENTS,
+};
+use smtsched_os::sim::SimConfig;
+use smtsched_os::taskset::TaskSetSpec;
+use smtsched_report::Table;
+use smtsched_uarch::Protocol;
+
+pub fn run(a: ReproduceArgs) -> Result<()> {
+    if a.list || a.name.is_none() {
+        let mut t = Table::new(["experiment", "title"]);
+        for p in EXPERIMENTS {
+            let e = load_experiment(p.name)?;
+            t.row([e.name, e.title]);
+        }
+        return out(&t.render());
+    }
+    let name = a.name.as_deref().expect("checked above");
+    let e = load_experiment(name)?;
+    let m = machine(&e.machine, &e.set)?;
+    let mut report = String::new();
+    report.push_str(&format!(
+        "{}\n{}\nsource: {}\n\n",
+        e.name, e.title, e.source
+    ));
+    match e.kind {
+        ExperimentKind::Policies => {
+            let set = TaskSetSpec {
+                name: e.name.clone(),
+                tasks: e.tasks.clone(),
+            };
+            let mut cfg = SimConfig::new(e.baseline, a.duration.unwrap_or(e.duration_s), a.seed);
+            cfg.cpus = e
+                .cpus
+                .as_deref()
+                .map(CpuSet::parse)
+                .transpose()
+                .map_err(|err| bad_input(format!("{}: cpus: {err}", e.name)))?;
+            cfg.estimator = estimator(a.model.as_deref().unwrap_or(&e.estimator))?;
+            let reps = a.repetitions.unwrap_or(e.repetitions);
+            if reps == 0 {
+                return Err(bad_input("--repetitions 0: at least one is needed"));
+            }
+            let orc = oracle("simulated", &m, &set, a.seed)?;
+            let results =
+                simulate(&m, orc.as_ref(), &set, &e.policies, reps, &cfg).map_err(bad_input)?;
+            if a.json {
+                let v: Vec<_> = results
+                    .iter()
+                    .map(|p| serde_json::json!({"policy": p.policy, "summaries": p.runs.iter().map(|r| r.summary()).collect::<Vec<_>>(), "runs": p.runs}))
+                    .collect();
+                let claims: Vec<_> = e
+                    .paper
+                    .claims
+                    .iter()
+                    .map(|c| serde_json::json!({"says": c.says, "holds": check(c, &results)}))
+                    .collect();
+                return json_out(
+                    &serde_json::json!({"experiment": e.name, "results": v, "paper": e.paper, "claims": claims}),
+                );
+            }
+            report.push_str(&format!(
+                "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}\n\n",
+                set.tasks.len(),
+                m.name,
+                e.cpus.as_deref().unwrap_or("all"),
+                e.baseline,
+                cfg.duration_s,
+                reps,
+                orc.describe()
+            ));
+            report.push_str(&policy_table(&results));
+            report.push('\n');
+            report.push_str(&task_table(&results));
+            if e.tasks.iter().any(|t| t.nice != 0) {
+                report.push_str("\npriority adherence: PR relative to the highest-priority task, beside the time-slice ratio\n");
+                let mut t = Table::new(
+                    std::iter::once("task".to_string())
+                        .chain(std::iter::once("slice ratio".to_string()))
+                        .chain(results.iter().map(|r| r.policy.clone())),
+                );
+                let ratios: Vec<Vec<(String, Option<f64>, f64)>> = results
+                    .iter()
+                    .map(|r| r.runs[0].priority_ratios())
+                    .collect();
+                for (i, (name, _, want)) in ratios[0].iter().enumerate() {
+                    t.row([name.clone(), format!("{want:.2}")].into_iter().chain(
+                        results.iter().map(|r| {
+                            let v: Vec<f64> = r
+                                .runs
+                                .iter()
+                                .filter_map(|run| run.priority_ratios()[i].1)
+                                .collect();
+                            if v.is_empty() {
+                                "-".into()
+                            } else {
+                                format!("{:.2}", v.iter().sum::<f64>() / v.len() as f64)
+                            }
+                        }),
+                    ));
+                }
+                report.push_str(&t.render());
+            }
+            report.push_str(&format!("\nThe paper ({}):\n", e.paper.figure));
+            for f in &e.paper.findings {
+                report.push_str(&format!("  - {f}\n"));
+            }
+            for (k, v) in &e.paper.values {
+                let ours = k.split_once('.').and_then(|(p, met)| {
+                    results
+                        .iter()
+                        .find(|r| r.policy == p)
+                        .and_then(|r| metric(r, met))
+                });
+                report.push_str(&format!(
+                    "  {k}: paper {v:.3}, here {}\n",
+                    ours.map_or("-".into(), |o| format!("{o:.3}"))
+                ));
+            }
+            if !e.paper.claims.is_empty() {
+                report.push_str("\nClaims checked against this run:\n");
+                for c in &e.paper.claims {
+                    let mark = match check(c, &results) {
+                        Some(true) => "holds",
+                        Some(false) => "DOES NOT HOLD",
+                        None => "cannot be checked",
+                    };
+                    report.push_str(&format!("  [{mark}] {}\n", c.says));
+                }
+            }
+        }
+        ExperimentKind::Asymmetry => {
+            let profiles: Vec<WorkloadProfile> = e
+                .workloads
+                .iter()
+                .map(|w| load_workload(w, &[]))
+                .collect::<Result<_, _>>()?;
+            let proto = Protocol {
+                seed: a.seed,
+                warmup_instructions: 1_000_000,
+                measure_instructions: 2_000_000,
+                quantum_cycles: 1 << 40,
+                timeshare_rounds: 1,
+            };
+            let r = run_asymmetry(&m, &profiles, &proto, &|| {}).map_err(bad_input)?;
+            if a.json {
+                return json_out(
+                    &serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper}),
+                );
+            }
+            let mut t = Table::new(["group", "{AB|CD}", "{AC|BD}", "{AD|BC}", "best/worst"]);
+            let mut groups = r.groups.clone();
+            groups.sort_by(|x, y| y.best_over_worst.total_cmp(&x.best_over_worst));
+            for g in groups.iter().take(10) {
+                t.row([
+                    g.workloads
+                        .iter()
+                        .map(|w| w.trim_end_matches("-like"))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    format!("{:.3}", g.speedups[0]),
+                    format!("{:.3}", g.speedups[1]),
+                    format!("{:.3}", g.speedups[2]),
+                    format!("{:.3}", g.best_over_worst),
+                ]);
+            }
+            report.push_str(&format!(
+                "{} groups of four on {}; the ten with the largest best/worst ratio:\n\n",
+                r.groups.len(),
+                m.name
+            ));
+            report.push_str(&t.render());
+            report.push_str(&format!(
+                "\nbest/worst: max {:.3}, mean {:.3}; more than 10% in {:.0}% of groups\n",
+                r.max_ratio,
+                r.mean_ratio,
+                100.0 * r.share_over_10_percent
+            ));
+            report.push_str(&format!("\nThe paper ({}):\n", e.paper.figure));
+            for f in &e.paper.findings {
+                report.push_str(&format!("  - {f}\n"));
+            }
+            for (k, v) in &e.paper.values {
+                let ours = match k.as_str() {
+                    "max_ratio" => Some(r.max_ratio),
+                    "mean_ratio" => Some(r.mean_ratio),
+                    "share_over_10_percent" => Some(r.share_over_10_percent),
+                    _ => None,
+                };
+                report.push_str(&format!(
+                    "  {k}: paper {v:.3}, here {}\n",
+                    ours.map_or("-".into(), |o| format!("{o:.3}"))
+                ));
+            }
+        }
+    }
+    if let Some(p) = &a.output {
+        write_file(p, report.as_bytes())?;
+    }
+    out(&report)
+}

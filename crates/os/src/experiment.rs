@@ -1,0 +1,528 @@
+//! Running task sets under policies, and experiments as data: `experiments/*.toml` declare a task
+//! set, the policies and settings, and what the paper found; `smtsched reproduce` runs them and
+//! prints the result beside the paper's figure, checking each claim it can.
+
+use crate::metrics::Metrics;
+use crate::oracle::Oracle;
+use crate::policy::PolicyName;
+use crate::sim::{OsSim, SimConfig};
+use crate::taskset::TaskSetSpec;
+use rayon::prelude::*;
+use smtsched_model::MachineModel;
+use smtsched_report::timeline::{timeline_svg, Segment};
+use smtsched_report::Table;
+
+/// Results of one policy over its repetitions.
+#[derive(serde::Serialize)]
+pub struct PolicyRuns {
+    pub policy: String,
+    pub runs: Vec<Metrics>,
+    /// Wall-clock seconds all the simulations took once the oracle was warm.
+    pub wall_seconds: f64,
+}
+
+/// Runs `set` under every policy `repeat` times (seeds seed, seed+1, …), in parallel.
+pub fn simulate(
+    m: &MachineModel,
+    oracle: &dyn Oracle,
+    set: &TaskSetSpec,
+    policies: &[PolicyName],
+    repeat: u32,
+    base: &SimConfig,
+) -> Result<Vec<PolicyRuns>, String> {
+    // Building one simulation validates the set and warms the oracle.
+    OsSim::new(m, oracle, set, PolicyName::Naive.build(), base.clone())?;
+    let started = std::time::Instant::now();
+    let jobs: Vec<(usize, u32)> = (0..policies.len())
+        .flat_map(|p| (0..repeat).map(move |r| (p, r)))
+        .collect();
+    let results: Vec<Metrics> = jobs
+        .par_iter()
+        .map(|&(p, r)| {
+            let mut cfg = base.clone();
+            cfg.seed = base.seed + r as u64;
+            cfg.record_timeline = base.record_timeline && p == 0 && r == 0;
+            OsSim::new(m, oracle, set, policies[p].build(), cfg).map(|s| s.run())
+        })
+        .collect::<Result<_, String>>()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut out: Vec<PolicyRuns> = policies
+        .iter()
+        .map(|p| PolicyRuns {
+            policy: p.to_string(),
+            runs: Vec::new(),
+            wall_seconds: seconds,
+        })
+        .collect();
+    for ((p, _), r) in jobs.iter().zip(results) {
+        out[*p].runs.push(r);
+    }
+    Ok(out)
+}
+
+fn mean_sd(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let m = v.iter().sum::<f64>() / n;
+    let sd = if v.len() > 1 {
+        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    (m, sd)
+}
+
+/// The comparison table: one row per policy.
+pub fn policy_table(results: &[PolicyRuns]) -> String {
+    let mut t = Table::new([
+        "policy",
+        "system speedup",
+        "sd",
+        "ANTT",
+        "fairness",
+        "PR sd",
+        "switches/s",
+        "migrations/s",
+        "estimates",
+    ]);
+    for p in results {
+        let s: Vec<_> = p.runs.iter().map(|r| r.summary()).collect();
+        let (sp, sd) = mean_sd(&s.iter().map(|x| x.system_speedup).collect::<Vec<_>>());
+        let secs = |r: &Metrics| r.window.1 / r.clock_hz;
+        t.row([
+            p.policy.clone(),
+            format!("{sp:.3}"),
+            format!("{sd:.3}"),
+            format!(
+                "{:.3}",
+                mean_sd(&s.iter().map(|x| x.antt).collect::<Vec<_>>()).0
+            ),
+            format!(
+                "{:.3}",
+                mean_sd(&s.iter().map(|x| x.fairness).collect::<Vec<_>>()).0
+            ),
+            format!(
+                "{:.3}",
+                mean_sd(&s.iter().map(|x| x.pr_sd).collect::<Vec<_>>()).0
+            ),
+            format!(
+                "{:.1}",
+                mean_sd(
+                    &p.runs
+                        .iter()
+                        .map(|r| r.context_switches as f64 / secs(r))
+                        .collect::<Vec<_>>()
+                )
+                .0
+            ),
+            format!(
+                "{:.2}",
+                mean_sd(
+                    &p.runs
+                        .iter()
+                        .map(|r| r.migrations as f64 / secs(r))
+                        .collect::<Vec<_>>()
+                )
+                .0
+            ),
+            format!(
+                "{}",
+                p.runs.iter().map(|r| r.estimates).sum::<u64>() / p.runs.len().max(1) as u64
+            ),
+        ]);
+    }
+    t.render()
+}
+
+/// Per-task PRs: one row per task, one column per policy (mean over repetitions).
+pub fn task_table(results: &[PolicyRuns]) -> String {
+    let names: Vec<String> = results[0].runs[0]
+        .per_bench
+        .iter()
+        .map(|b| format!("{} (nice {})", b.name, b.nice))
+        .collect();
+    let mut t = Table::new(
+        std::iter::once("task PR".to_string()).chain(results.iter().map(|p| p.policy.clone())),
+    );
+    for (i, name) in names.iter().enumerate() {
+        t.row(std::iter::once(name.clone()).chain(results.iter().map(|p| {
+            let v: Vec<f64> = p.runs.iter().filter_map(|r| r.per_bench[i].pr).collect();
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.3}", mean_sd(&v).0)
+            }
+        })));
+    }
+    t.render()
+}
+
+/// Timeline segments of the first `seconds` seconds after the window starts.
+pub fn timeline_svg_of(
+    r: &Metrics,
+    m: &MachineModel,
+    seconds: f64,
+    title: &str,
+) -> Result<String, String> {
+    let hz = r.clock_hz;
+    let t0 = r.window.0 / hz;
+    let t1 = t0 + seconds;
+    let mut open: std::collections::BTreeMap<usize, (f64, String)> = Default::default();
+    let mut segs = Vec::new();
+    for s in &r.timeline {
+        let t = s.cycle / hz;
+        if let Some((start, label)) = open.remove(&s.cpu) {
+            segs.push(Segment {
+                lane: s.cpu,
+                start_s: start,
+                end_s: t,
+                label,
+            });
+        }
+        if let Some(name) = &s.to_name {
+            open.insert(s.cpu, (t, name.clone()));
+        }
+    }
+    for (cpu, (start, label)) in open {
+        segs.push(Segment {
+            lane: cpu,
+            start_s: start,
+            end_s: r.window.1 / hz,
+            label,
+        });
+    }
+    let lanes = m.logical_cpus() as usize;
+    let names: Vec<String> = (0..lanes).map(|c| format!("cpu {c}")).collect();
+    timeline_svg(&segs, lanes, &names, t0, t1, title)
+}
+
+/// An experiment file (`experiments/NAME.toml`).
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    pub name: String,
+    pub title: String,
+    #[serde(default)]
+    pub source: String,
+    pub kind: ExperimentKind,
+    #[serde(default = "default_machine")]
+    pub machine: String,
+    /// Machine overrides (`KEY=VALUE`).
+    #[serde(default)]
+    pub set: Vec<String>,
+    /// Logical CPUs the OS uses.
+    #[serde(default)]
+    pub cpus: Option<String>,
+    #[serde(default = "default_baseline")]
+    pub baseline: crate::sim::Baseline,
+    #[serde(default)]
+    pub policies: Vec<PolicyName>,
+    #[serde(default = "default_repetitions")]
+    pub repetitions: u32,
+    #[serde(default = "default_duration")]
+    pub duration_s: f64,
+    /// `thesis`, `perfect`, or a model file.
+    #[serde(default = "default_estimator")]
+    pub estimator: String,
+    /// The task set (kind = "policies").
+    #[serde(default, rename = "task")]
+    pub tasks: Vec<crate::taskset::TaskSpec>,
+    /// The workloads grouped in fours (kind = "asymmetry").
+    #[serde(default)]
+    pub workloads: Vec<String>,
+    #[serde(default)]
+    pub paper: Paper,
+}
+
+fn default_machine() -> String {
+    "northwood".into()
+}
+fn default_baseline() -> crate::sim::Baseline {
+    crate::sim::Baseline::Linux24
+}
+fn default_repetitions() -> u32 {
+    3
+}
+fn default_duration() -> f64 {
+    3600.0
+}
+fn default_estimator() -> String {
+    "thesis".into()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExperimentKind {
+    /// A task set under several policies (thesis §4.5, USENIX'05).
+    Policies,
+    /// Every group of four workloads on 2 packages × 2 threads in its three allocations
+    /// (thesis §3.5).
+    Asymmetry,
+}
+
+/// What the paper reports, printed beside the result.
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Paper {
+    /// Where (figure or table).
+    #[serde(default)]
+    pub figure: String,
+    /// The paper's findings in its words.
+    #[serde(default)]
+    pub findings: Vec<String>,
+    /// Findings this tool can check against the result.
+    #[serde(default, rename = "claim")]
+    pub claims: Vec<Claim>,
+    /// Numbers the paper gives, by name.
+    #[serde(default)]
+    pub values: std::collections::BTreeMap<String, f64>,
+}
+
+/// A checkable finding: `higher` beats `than` on `metric`, or `lowest`/`highest` of all policies.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub says: String,
+    /// `system_speedup`, `fairness`, `antt`, `pr_sd` or `priority_error`.
+    pub metric: String,
+    #[serde(default)]
+    pub higher: Option<PolicyName>,
+    #[serde(default)]
+    pub than: Option<PolicyName>,
+    #[serde(default)]
+    pub lowest: Option<PolicyName>,
+    #[serde(default)]
+    pub highest: Option<PolicyName>,
+}
+
+macro_rules! embedded_experiments {
+    ($($name:literal),* $(,)?) => {
+        /// Experiments embedded in the binary (`experiments/NAME.toml`).
+        pub const EXPERIMENTS: &[smtsched_model::Preset] = &[
+            $(smtsched_model::Preset {
+                name: $name,
+                file: concat!("experiments/", $name, ".toml"),
+                text: include_str!(concat!("../../../experiments/", $name, ".toml")),
+            },)*
+        ];
+    };
+}
+embedded_experiments!(
+    "thesis-set-a",
+    "thesis-set-b",
+    "thesis-set-c",
+    "thesis-set-d",
+    "thesis-priorities",
+    "usenix05-set-a",
+    "usenix05-set-b",
+    "usenix05-set-c",
+    "thesis-asymmetry",
+);
+
+/// Loads an experiment by name (embedded) or file path.
+pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelError> {
+    let src = smtsched_model::loader::resolve("experiment", name, EXPERIMENTS)?;
+    let e: Experiment = smtsched_model::loader::parse(&src, &[])?;
+    let bad = |field: &str, reason: String| smtsched_model::ModelError::Override {
+        text: format!("{}: {field}", src.origin),
+        reason,
+    };
+    match e.kind {
+        ExperimentKind::Policies => {
+            if e.policies.is_empty() {
+                return Err(bad(
+                    "policies",
+                    "a policies experiment needs at least one policy".into(),
+                ));
+            }
+            TaskSetSpec {
+                name: e.name.clone(),
+                tasks: e.tasks.clone(),
+            }
+            .validate()
+            .map_err(|r| bad("task", r))?;
+        }
+        ExperimentKind::Asymmetry => {
+            if e.workloads.len() < 4 {
+                return Err(bad(
+                    "workloads",
+                    format!(
+                        "{} workloads: an asymmetry experiment groups them in fours",
+                        e.workloads.len()
+                    ),
+                ));
+            }
+        }
+    }
+    if !(e.duration_s > 0.0 && e.duration_s.is_finite()) || e.repetitions == 0 {
+        return Err(bad(
+            "duration_s",
+            "duration and repetitions must be positive".into(),
+        ));
+    }
+    Ok(e)
+}
+
+/// The metric a claim compares, for one policy (mean over repetitions; larger is better for
+/// system speedup and fairness).
+pub fn metric(runs: &PolicyRuns, name: &str) -> Option<f64> {
+    let vals: Vec<f64> = runs
+        .runs
+        .iter()
+        .map(|r| {
+            let s = r.summary();
+            match name {
+                "system_speedup" => Some(s.system_speedup),
+                "fairness" => Some(s.fairness),
+                "antt" => Some(s.antt),
+                "pr_sd" => Some(s.pr_sd),
+                "priority_error" => {
+                    let ratios = r.priority_ratios();
+                    let errs: Vec<f64> = ratios
+                        .iter()
+                        .filter_map(|(_, a, want)| a.map(|a| (a - want).abs() / want))
+                        .collect();
+                    (!errs.is_empty()).then(|| errs.iter().sum::<f64>() / errs.len() as f64)
+                }
+                _ => None,
+            }
+        })
+        .collect::<Option<Vec<f64>>>()?;
+    Some(vals.iter().sum::<f64>() / vals.len() as f64)
+}
+
+/// Checks a claim: `Some(true)` holds, `Some(false)` fails, `None` cannot be checked.
+pub fn check(claim: &Claim, results: &[PolicyRuns]) -> Option<bool> {
+    let get = |p: PolicyName| {
+        results
+            .iter()
+            .find(|r| r.policy == p.as_str())
+            .and_then(|r| metric(r, &claim.metric))
+    };
+    if let (Some(h), Some(t)) = (claim.higher, claim.than) {
+        return Some(get(h)? > get(t)?);
+    }
+    let all: Vec<(String, f64)> = results
+        .iter()
+        .filter_map(|r| metric(r, &claim.metric).map(|v| (r.policy.clone(), v)))
+        .collect();
+    if let Some(l) = claim.lowest {
+        let min = all.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+        return Some(min.0 == l.as_str());
+    }
+    if let Some(h) = claim.highest {
+        let max = all.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        return Some(max.0 == h.as_str());
+    }
+    None
+}
+
+/// One group of four in its three allocations.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AsymmetryGroup {
+    pub workloads: [String; 4],
+    /// System speedup (Σ PR / 2) of {AB|CD}, {AC|BD}, {AD|BC}.
+    pub speedups: [f64; 3],
+    pub best_over_worst: f64,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AsymmetryResult {
+    pub groups: Vec<AsymmetryGroup>,
+    pub max_ratio: f64,
+    pub mean_ratio: f64,
+    pub share_over_10_percent: f64,
+}
+
+/// Thesis §3.5: every four of `profiles` on two packages of two threads, in all three ways of
+/// pairing them; runs spread over the host's cores, results independent of how many.
+pub fn run_asymmetry(
+    machine: &MachineModel,
+    profiles: &[smtsched_model::WorkloadProfile],
+    proto: &smtsched_uarch::Protocol,
+    progress: &(dyn Fn() + Sync),
+) -> Result<AsymmetryResult, String> {
+    use smtsched_uarch::protocol::{run_together, solo};
+    use smtsched_uarch::{Window, Workload};
+    if machine.topology.threads_per_core < 2 || machine.cores() < 2 {
+        return Err(format!(
+            "machine {} needs two cores of two threads for the asymmetry experiment",
+            machine.name
+        ));
+    }
+    let cpus = [
+        machine.cpu_at(0, 0),
+        machine.cpu_at(0, 1),
+        machine.cpu_at(machine.cores() - 1, 0),
+        machine.cpu_at(machine.cores() - 1, 1),
+    ];
+    let solos: Vec<f64> = profiles
+        .par_iter()
+        .map(|p| {
+            solo(machine, p, 0, cpus[0], proto)
+                .map(|r| r.elapsed_cycles())
+                .map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    let n = profiles.len();
+    let mut groups = Vec::new();
+    for a in 0..n {
+        for b in a + 1..n {
+            for c in b + 1..n {
+                for d in c + 1..n {
+                    groups.push([a, b, c, d]);
+                }
+            }
+        }
+    }
+    // The three allocations: which member shares a package with the first.
+    let jobs: Vec<([usize; 4], usize)> = groups
+        .iter()
+        .flat_map(|g| (0..3).map(move |k| (*g, k)))
+        .collect();
+    let speed: Vec<f64> = jobs
+        .par_iter()
+        .map(|&(g, k)| {
+            let order = match k {
+                0 => [g[0], g[1], g[2], g[3]],
+                1 => [g[0], g[2], g[1], g[3]],
+                _ => [g[0], g[3], g[1], g[2]],
+            };
+            let threads: Vec<(&dyn Workload, u32)> = order
+                .iter()
+                .zip(cpus)
+                .map(|(&w, cpu)| (&profiles[w] as &dyn Workload, cpu))
+                .collect();
+            let r = run_together(machine, &threads, proto, Window::Instructions)
+                .map_err(|e| e.to_string())?;
+            progress();
+            Ok(order
+                .iter()
+                .zip(&r.threads)
+                .map(|(&w, t)| solos[w] / t.elapsed_cycles())
+                .sum::<f64>()
+                / 2.0)
+        })
+        .collect::<Result<_, String>>()?;
+    let groups: Vec<AsymmetryGroup> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| {
+            let s = [speed[3 * i], speed[3 * i + 1], speed[3 * i + 2]];
+            let best = s.iter().cloned().fold(f64::MIN, f64::max);
+            let worst = s.iter().cloned().fold(f64::MAX, f64::min);
+            AsymmetryGroup {
+                workloads: g.map(|w| profiles[w].name.clone()),
+                speedups: s,
+                best_over_worst: best / worst,
+            }
+        })
+        .collect();
+    let ratios: Vec<f64> = groups.iter().map(|g| g.best_over_worst).collect();
+    Ok(AsymmetryResult {
+        max_ratio: ratios.iter().cloned().fold(0.0, f64::max),
+        mean_ratio: ratios.iter().sum::<f64>() / ratios.len().max(1) as f64,
+        share_over_10_percent: ratios.iter().filter(|&&r| r > 1.10).count() as f64
+            / ratios.len().max(1) as f64,
+        groups,
+    })
+}
