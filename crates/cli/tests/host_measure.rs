@@ -199,6 +199,41 @@ fn a_command_workload_is_measured() {
 }
 
 #[test]
+fn realtime_round_robin_is_applied_or_refused_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "measure",
+        "pairs",
+        "-w",
+        "dense-fp",
+        "-p",
+        "timeshare",
+        "--realtime",
+        "1",
+        "-o",
+        "m.json",
+    ];
+    args.extend(QUICK);
+    let o = smtsched(dir.path(), &args);
+    if o.status.code() == Some(2) {
+        // Not root and no CAP_SYS_NICE: refused with the reason, nothing written.
+        assert_bad_input(&o, &["SCHED_RR"]);
+        assert!(files_in(dir.path()).is_empty());
+        return;
+    }
+    assert!(o.status.success());
+    let m: smtsched_model::PrMatrix =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("m.json")).unwrap()).unwrap();
+    assert!(
+        m.settings["scheduling"].starts_with("SCHED_RR priority 1"),
+        "{}",
+        m.settings["scheduling"]
+    );
+    let p = &m.pairs[0];
+    assert!(p.pr_a.is_finite() && p.pr_a > 0.0 && p.pr_b.is_finite() && p.pr_b > 0.0);
+}
+
+#[test]
 fn unavailable_placements_are_reported() {
     let dir = tempfile::tempdir().unwrap();
     let topo = smtsched(dir.path(), &["host", "topology", "--json"]);

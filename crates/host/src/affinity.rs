@@ -84,6 +84,52 @@ pub fn verify_affinity(pid: i32, want: &CpuSet) -> Result<()> {
     Ok(())
 }
 
+/// Puts process `pid` (0 = the caller) in the SCHED_RR real-time class at `priority` (1-99).
+pub fn set_round_robin(pid: i32, priority: i32) -> Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `param` is a valid sched_param.
+    if unsafe { libc::sched_setscheduler(pid, libc::SCHED_RR, &param) } != 0 {
+        let err = std::io::Error::last_os_error();
+        return Err(match err.raw_os_error() {
+            Some(libc::EPERM) => {
+                HostError::bad("--realtime: SCHED_RR needs root or CAP_SYS_NICE (EPERM)")
+            }
+            Some(libc::EINVAL) => HostError::bad(format!(
+                "--realtime {priority}: not a valid SCHED_RR priority (1-99)"
+            )),
+            _ => HostError::os(
+                format!("sched_setscheduler({pid}, SCHED_RR, {priority})"),
+                err,
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// True if `pid` is in the SCHED_RR class.
+pub fn is_round_robin(pid: i32) -> Result<bool> {
+    // SAFETY: no pointers involved.
+    let policy = unsafe { libc::sched_getscheduler(pid) };
+    if policy < 0 {
+        return Err(HostError::os(
+            format!("sched_getscheduler({pid})"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(policy & !libc::SCHED_RESET_ON_FORK == libc::SCHED_RR)
+}
+
+/// The SCHED_RR time slice, milliseconds (`/proc/sys/kernel/sched_rr_timeslice_ms`).
+pub fn rr_quantum_ms() -> Option<u64> {
+    crate::sysfs::read_opt(std::path::Path::new(
+        "/proc/sys/kernel/sched_rr_timeslice_ms",
+    ))?
+    .parse()
+    .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,6 +42,9 @@ pub struct LoopSpec {
     /// The harness's process id, checked at start-up (the looper must not outlive it).
     #[serde(default)]
     pub parent_pid: Option<i32>,
+    /// Run in the SCHED_RR real-time class at this priority (commands inherit it).
+    #[serde(default)]
+    pub rr_priority: Option<i32>,
 }
 
 /// One line of a looper's output.
@@ -259,6 +262,9 @@ fn run_inner(spec: &LoopSpec, out: &mut dyn Write) -> Result<()> {
             None
         }
     };
+    if let Some(priority) = spec.rr_priority {
+        affinity::set_round_robin(0, priority)?;
+    }
     let mut counters = CounterSet::open(&spec.events, Target::SelfAndDescendants)?;
     counters.enable()?;
     emit(
@@ -368,6 +374,7 @@ mod tests {
             events: vec![Event::TaskClockNs],
             seed: 1,
             parent_pid: None,
+            rr_priority: None,
         };
         let mut buf = Vec::new();
         run(&spec, &mut buf).unwrap();
@@ -405,6 +412,7 @@ mod tests {
             events: vec![],
             seed: 1,
             parent_pid: None,
+            rr_priority: None,
         };
         let mut buf = Vec::new();
         let e = run(&spec, &mut buf).unwrap_err();

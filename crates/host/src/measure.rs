@@ -76,6 +76,9 @@ pub struct MeasureConfig {
     pub exe: PathBuf,
     /// Longest one experiment (a solo baseline or a pair) may take.
     pub timeout: Duration,
+    /// Run the workloads in the SCHED_RR real-time class at this priority (the thesis's
+    /// round-robin runs); `None`: the normal class.
+    pub realtime: Option<i32>,
 }
 
 /// The CPUs each placement uses.
@@ -411,6 +414,7 @@ fn loop_spec(
         events: cfg.events.clone(),
         seed: cfg.seed.wrapping_add(seed_offset),
         parent_pid: Some(std::process::id() as i32),
+        rr_priority: cfg.realtime,
     }
 }
 
@@ -700,6 +704,12 @@ fn run_loopers(
                 let want = specs[i].1.cpus.clone().unwrap_or_default();
                 affinity::verify_affinity(pid, &want)
                     .map_err(|e| HostError::Child(format!("workload {}: {e}", names[i])))?;
+                if specs[i].1.rr_priority.is_some() && !affinity::is_round_robin(pid)? {
+                    return Err(HostError::Child(format!(
+                        "workload {}: process {pid} is not in SCHED_RR",
+                        names[i]
+                    )));
+                }
                 st[i].pid = pid;
                 st[i].ready = true;
                 st[i].events = events;
@@ -844,6 +854,16 @@ fn build_matrix(
             }),
     );
     set("seed", cfg.seed.to_string());
+    set(
+        "scheduling",
+        match cfg.realtime {
+            None => "SCHED_OTHER (the normal class; other processes may share the CPUs)".into(),
+            Some(p) => format!(
+                "SCHED_RR priority {p}, time slice {} ms (sched_rr_timeslice_ms)",
+                affinity::rr_quantum_ms().map_or("unknown".into(), |q| q.to_string())
+            ),
+        },
+    );
     set(
         "events_requested",
         cfg.events

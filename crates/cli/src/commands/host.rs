@@ -203,6 +203,12 @@ pub struct PairsArgs {
     /// Seed of the start delays and of the kernels' data.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Run the workloads in the SCHED_RR real-time class at this priority (1-99), as the
+    /// thesis's round-robin runs did: other processes cannot take their CPUs (beyond the
+    /// kernel's real-time throttling share, 5% by default), and a time-shared pair alternates
+    /// every sched_rr_timeslice_ms (100 ms by default). Needs root or CAP_SYS_NICE.
+    #[arg(long, value_name = "PRIORITY", value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub realtime: Option<i32>,
     /// Longest one experiment (a solo baseline or one pair) may take, in seconds.
     #[arg(long, default_value_t = 300.0)]
     pub timeout_s: f64,
@@ -799,6 +805,7 @@ fn pairs(a: PairsArgs) -> Result<()> {
         exe: std::env::current_exe()
             .context("cannot find the smtsched binary to start workload processes")?,
         timeout: Duration::from_secs_f64(a.timeout_s),
+        realtime: a.realtime,
     };
     let plan = measure::plan(&topo, &cfg.cpus, &cfg.placements)?;
     if !plan.placements.is_empty() {
@@ -892,6 +899,9 @@ fn print_measurement(cfg: &MeasureConfig, m: &Measurement, elapsed: f64) -> Resu
         cfg.timed_runs,
         elapsed
     ))?;
+    if let Some(sched) = x0.settings.get("scheduling") {
+        out(&format!("scheduling: {sched}\n"))?;
+    }
     for (p, why) in &m.plan.skipped {
         out(&format!("skipped placement {p}: {why}\n"))?;
     }
