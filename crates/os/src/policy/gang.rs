@@ -39,6 +39,17 @@ impl Gangs {
         }
     }
 
+    /// Whether a member of the current gang is runnable with slice left.
+    pub fn current_can_run(&self, view: &SchedView) -> bool {
+        self.gangs.get(self.current).is_some_and(|g| {
+            g.iter().any(|&t| {
+                view.tasks
+                    .get(t)
+                    .is_some_and(|v| v.runnable && v.slice_left >= 1.0)
+            })
+        })
+    }
+
     pub fn bonus(&self, task: TaskId) -> i64 {
         match self.gangs.get(self.current) {
             Some(g) if g.contains(&task) => GANG_BONUS,

@@ -1,13 +1,23 @@
-//! `optimal`: the ceiling. With the true (oracle) PR of every pair, choose the pairing of the
-//! runnable tasks with the highest total PR (exhaustively: small sets only) and gang-schedule it.
-//! Time slices still give every task an equal share, so no fixed-share schedule does better.
+//! `optimal`: the ceiling. With the true (oracle) PR of every pair and of every task alone, choose
+//! the best co-schedule of the runnable tasks exhaustively (small sets only) and gang-schedule it.
+//!
+//! Time slices give every task an equal share of the package, so a co-schedule is a rotation of
+//! turns in which every task appears equally often: each turn runs a pair (both siblings busy) or
+//! one task alone (its sibling halted, so it has the whole core). With every task in exactly two
+//! turns (enough: the fractional matching polytope is half-integral), the system speedup is the
+//! summed weight of the turns over their number, where a pair weighs PR_a + PR_b and a lone task
+//! its PR alone. Nothing that gives tasks equal shares does better.
 
 use super::gang::Gangs;
 use super::{CpuId, Goodness, Policy, SchedView, TaskId};
 
-/// Largest runnable set searched exhaustively (12 tasks: 10,395 pairings).
-pub const MAX_TASKS: usize = 12;
+/// Largest runnable set searched exhaustively.
+pub const MAX_TASKS: usize = 8;
 pub const PLAN_PERIOD_TICKS: u64 = 100;
+
+/// Goodness of a task outside the current turn while some task of the turn can run: low enough
+/// that the CPU halts rather than run it.
+const SUPPRESSED: i64 = -2000;
 
 pub struct Optimal {
     gangs: Gangs,
@@ -27,48 +37,94 @@ impl Default for Optimal {
     }
 }
 
-/// The pairing of `tasks` (a task may be left alone when their number is odd) maximising the sum
-/// of `weight(a, b)` over pairs and `alone(a)` over singletons.
-pub fn best_pairing(
+/// A turn of a co-schedule: two tasks together, or one alone.
+pub type Turn = Vec<TaskId>;
+
+/// The best equal-share co-schedule of `tasks`: every task in exactly two turns, maximising the
+/// mean turn weight. Returns the mean and the turns; `None` without tasks.
+pub fn best_schedule(
     tasks: &[TaskId],
-    weight: &dyn Fn(TaskId, TaskId) -> f64,
+    pair: &dyn Fn(TaskId, TaskId) -> f64,
     alone: &dyn Fn(TaskId) -> f64,
-) -> (f64, Vec<Vec<TaskId>>) {
-    fn go(
-        rest: &[TaskId],
-        singles_left: usize,
-        weight: &dyn Fn(TaskId, TaskId) -> f64,
-        alone: &dyn Fn(TaskId) -> f64,
-    ) -> (f64, Vec<Vec<TaskId>>) {
-        let Some((&first, others)) = rest.split_first() else {
-            return (0.0, Vec::new());
-        };
-        let mut best = (f64::NEG_INFINITY, Vec::new());
-        if singles_left > 0 {
-            let (v, mut g) = go(others, singles_left - 1, weight, alone);
-            if v + alone(first) > best.0 {
-                g.insert(0, vec![first]);
-                best = (v + alone(first), g);
-            }
-        }
-        for i in 0..others.len() {
-            let partner = others[i];
-            let remaining: Vec<TaskId> = others
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| j != i)
-                .map(|(_, &t)| t)
-                .collect();
-            let (v, mut g) = go(&remaining, singles_left, weight, alone);
-            let total = v + weight(first, partner);
-            if total > best.0 {
-                g.insert(0, vec![first, partner]);
-                best = (total, g);
-            }
-        }
-        best
+) -> Option<(f64, Vec<Turn>)> {
+    let n = tasks.len();
+    if n == 0 {
+        return None;
     }
-    go(tasks, tasks.len() % 2, weight, alone)
+    let pw: Vec<Vec<f64>> = (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if i == j {
+                        0.0
+                    } else {
+                        pair(tasks[i], tasks[j])
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let aw: Vec<f64> = (0..n).map(|i| alone(tasks[i])).collect();
+    let mut deg = vec![2u8; n];
+    let mut turns: Vec<(usize, usize)> = Vec::new(); // (i, j), j == i for a lone turn
+    let mut best: (f64, Vec<(usize, usize)>) = (f64::NEG_INFINITY, Vec::new());
+    fn go(
+        n: usize,
+        pw: &[Vec<f64>],
+        aw: &[f64],
+        deg: &mut [u8],
+        turns: &mut Vec<(usize, usize)>,
+        sum: f64,
+        best: &mut (f64, Vec<(usize, usize)>),
+        last: Option<(usize, usize)>,
+    ) {
+        let Some(i) = (0..n).find(|&i| deg[i] > 0) else {
+            let mean = sum / turns.len() as f64;
+            if mean > best.0 {
+                *best = (mean, turns.clone());
+            }
+            return;
+        };
+        // Partners of i in non-decreasing order (i itself = alone), so each schedule is built once.
+        let start = match last {
+            Some((li, lj)) if li == i => lj,
+            _ => i,
+        };
+        for j in start..n {
+            if j != i && deg[j] == 0 {
+                continue;
+            }
+            if j != i && turns.iter().filter(|&&t| t == (i, j)).count() >= 2 {
+                continue;
+            }
+            let w = if j == i { aw[i] } else { pw[i][j] };
+            deg[i] -= 1;
+            if j != i {
+                deg[j] -= 1;
+            }
+            turns.push((i, j));
+            go(n, pw, aw, deg, turns, sum + w, best, Some((i, j)));
+            turns.pop();
+            deg[i] += 1;
+            if j != i {
+                deg[j] += 1;
+            }
+        }
+    }
+    go(n, &pw, &aw, &mut deg, &mut turns, 0.0, &mut best, None);
+    let (v, t) = best;
+    Some((
+        v,
+        t.into_iter()
+            .map(|(i, j)| {
+                if i == j {
+                    vec![tasks[i]]
+                } else {
+                    vec![tasks[i], tasks[j]]
+                }
+            })
+            .collect(),
+    ))
 }
 
 impl Policy for Optimal {
@@ -88,14 +144,16 @@ impl Policy for Optimal {
         let runnable: Vec<TaskId> = (0..view.tasks.len())
             .filter(|&i| view.tasks[i].runnable)
             .collect();
-        if runnable.len() < 2 || runnable.len() > MAX_TASKS {
+        if runnable.len() > MAX_TASKS {
             self.gangs.set(Vec::new(), view.tick);
             return;
         }
-        let weight = |a: TaskId, b: TaskId| view.pair_true(a, b).map_or(1.0, |(x, y)| x + y);
+        let pair = |a: TaskId, b: TaskId| view.pair_true(a, b).map_or(1.0, |(x, y)| x + y);
         let alone = |a: TaskId| view.pair_true(a, a).map_or(1.0, |(x, _)| x);
-        let (_, gangs) = best_pairing(&runnable, &weight, &alone);
-        self.gangs.set(gangs, view.tick);
+        match best_schedule(&runnable, &pair, &alone) {
+            Some((_, turns)) => self.gangs.set(turns, view.tick),
+            None => self.gangs.set(Vec::new(), view.tick),
+        }
     }
 
     fn tick(&mut self, cpu: CpuId, view: &SchedView) {
@@ -104,8 +162,16 @@ impl Policy for Optimal {
         }
     }
 
-    fn goodness(&mut self, task: TaskId, _cpu: CpuId, g: Goodness, _view: &SchedView) -> i64 {
-        g.stock() + self.gangs.bonus(task)
+    fn goodness(&mut self, task: TaskId, _cpu: CpuId, g: Goodness, view: &SchedView) -> i64 {
+        if self.gangs.bonus(task) > 0 {
+            return g.stock() + self.gangs.bonus(task);
+        }
+        // A lone turn halts the sibling: others wait while a member of the turn can run.
+        if self.gangs.current_can_run(view) {
+            SUPPRESSED
+        } else {
+            g.stock()
+        }
     }
 }
 
@@ -113,27 +179,48 @@ impl Policy for Optimal {
 mod tests {
     use super::*;
 
-    #[test]
-    fn finds_the_best_pairing_of_four_by_hand() {
-        // Pair sums: (0,1)=1.0 (2,3)=1.0 → 2.0; (0,2)=1.5 (1,3)=1.4 → 2.9; (0,3)=1.1 (1,2)=1.2 → 2.3.
-        let w = |a: usize, b: usize| match (a.min(b), a.max(b)) {
+    fn w4(a: usize, b: usize) -> f64 {
+        match (a.min(b), a.max(b)) {
             (0, 1) | (2, 3) => 1.0,
             (0, 2) => 1.5,
             (1, 3) => 1.4,
             (0, 3) => 1.1,
             (1, 2) => 1.2,
             _ => unreachable!(),
-        };
-        let (v, g) = best_pairing(&[0, 1, 2, 3], &w, &|_| 1.0);
-        assert!((v - 2.9).abs() < 1e-12);
-        assert_eq!(g, vec![vec![0, 2], vec![1, 3]]);
+        }
     }
 
     #[test]
-    fn odd_sets_leave_the_best_single_alone() {
-        let w = |a: usize, b: usize| if a.min(b) == 0 { 0.5 } else { 1.3 };
-        let (v, g) = best_pairing(&[0, 1, 2], &w, &|t| if t == 0 { 1.0 } else { 0.0 });
-        assert!((v - 2.3).abs() < 1e-12, "{v}");
-        assert_eq!(g, vec![vec![0], vec![1, 2]]);
+    fn four_tasks_run_the_best_matching() {
+        // Matchings: {02,13} mean 2.9/2 = 1.45; {03,12} 1.15; {01,23} 1.0; a 4-cycle 0-2-1-3 has
+        // mean 5.2/4 = 1.3; lone turns weigh 1.0. The best is the matching 02, 13 (twice each).
+        let (v, mut t) = best_schedule(&[0, 1, 2, 3], &w4, &|_| 1.0).unwrap();
+        assert!((v - 1.45).abs() < 1e-12, "{v}");
+        t.sort();
+        assert_eq!(t, vec![vec![0, 2], vec![0, 2], vec![1, 3], vec![1, 3]]);
+    }
+
+    #[test]
+    fn a_lone_turn_wins_when_pairs_are_poor() {
+        // Three tasks: 0 and 2 pair well (1.6), others poorly (0.9); alone each runs at 1.0.
+        // Triangle: (1.6 + 0.9 + 0.9) / 3 = 1.133. Pair 0-2 and task 1 alone, twice each:
+        // (1.6 + 1.6 + 1.0 + 1.0) / 4 = 1.3.
+        let w = |a: usize, b: usize| {
+            if a.min(b) == 0 && a.max(b) == 2 {
+                1.6
+            } else {
+                0.9
+            }
+        };
+        let (v, mut t) = best_schedule(&[0, 1, 2], &w, &|_| 1.0).unwrap();
+        assert!((v - 1.3).abs() < 1e-12, "{v}");
+        t.sort();
+        assert_eq!(t, vec![vec![0, 2], vec![0, 2], vec![1], vec![1]]);
+    }
+
+    #[test]
+    fn good_pairs_beat_running_alone() {
+        let (v, _) = best_schedule(&[0, 1], &|_, _| 1.2, &|_| 1.0).unwrap();
+        assert!((v - 1.2).abs() < 1e-12);
     }
 }
