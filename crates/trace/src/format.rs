@@ -123,7 +123,9 @@ pub struct Summary {
 
 impl Summary {
     pub fn accesses(&self) -> u64 {
-        self.loads + self.stores + self.modifies
+        self.loads
+            .saturating_add(self.stores)
+            .saturating_add(self.modifies)
     }
 
     fn to_array(self) -> [u64; SUMMARY_FIELDS] {
@@ -810,7 +812,11 @@ impl TraceFile {
         }
         let trailer_at = u64_at(&footer, 0);
         let fixed = 8 + 4 + 4 + 8 * SUMMARY_FIELDS as u64;
-        if trailer_at < HEADER_BYTES || trailer_at + fixed + FOOTER_BYTES > len {
+        if trailer_at < HEADER_BYTES
+            || trailer_at
+                .checked_add(fixed + FOOTER_BYTES)
+                .is_none_or(|end| end > len)
+        {
             return Err(corrupt(format!(
                 "trailer offset {trailer_at} is out of range"
             )));
@@ -883,6 +889,9 @@ impl TraceFile {
             instructions += ins as u64;
             accesses += acc as u64;
             chunks.push(info);
+        }
+        if chunks.is_empty() {
+            return Err(TraceError::Empty { origin: label });
         }
         if next_offset != trailer_at {
             return Err(corrupt(
@@ -1092,6 +1101,17 @@ mod tests {
         for cut in 0..bytes.len() {
             let r = TraceFile::from_bytes(bytes[..cut].to_vec(), "t");
             assert!(r.is_err(), "cut at {cut} accepted");
+        }
+    }
+
+    #[test]
+    fn absurd_trailer_offsets_are_errors() {
+        // Found by the fuzzer: an offset near 2^64 overflowed the range check.
+        let mut bytes = write(&[(0x4000, 4, &[])]);
+        let n = bytes.len();
+        for bad in [u64::MAX, u64::MAX - 40, 0, n as u64] {
+            bytes[n - 24..n - 16].copy_from_slice(&bad.to_le_bytes());
+            assert!(TraceFile::from_bytes(bytes.clone(), "t").is_err());
         }
     }
 
