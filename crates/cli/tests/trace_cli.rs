@@ -1,0 +1,348 @@
+//! `smtsched trace …` and traces as workloads, run as a user would: the real binary in a fresh
+//! temporary directory. Recording needs valgrind (Debian package `valgrind`).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn run(dir: &Path, args: &[&str], env_path: Option<&str>, stdin: Option<&[u8]>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_smtsched"));
+    cmd.args(args).current_dir(dir);
+    if let Some(p) = env_path {
+        cmd.env("PATH", p);
+    }
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(input) = stdin {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    eprintln!(
+        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        dir.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn smtsched(dir: &Path, args: &[&str]) -> Output {
+    run(dir, args, None, None)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+/// Bad input: exit code 2, one line on stderr containing every needle.
+fn assert_bad_input(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8(o.stderr.clone()).unwrap();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    for n in needles {
+        assert!(err.contains(n), "{err:?} should mention {n:?}");
+    }
+}
+
+/// The directory holds exactly these names (no output file, no temporary left behind).
+fn assert_files(dir: &Path, expected: &[&str]) {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert_eq!(names, want);
+}
+
+/// A hand-written lackey log: a loop of 4 instructions run 50 times over a 6-line array, with
+/// valgrind's messages around it.
+fn hand_log() -> String {
+    let mut s =
+        String::from("==42== Lackey, an example Valgrind tool\n==42== Command: ./loop\n==42== \n");
+    for i in 0..50u64 {
+        s.push_str("I  00401000,4\n");
+        s.push_str(&format!(" L {:08x},8\n", 0x60_0000 + (i % 6) * 64));
+        s.push_str("I  00401004,3\n");
+        s.push_str(&format!(" S {:08x},8\n", 0x7ff0_0000u64));
+        s.push_str("I  00401007,2\n");
+        s.push_str(&format!(" M {:08x},4\n", 0x60_1000 + (i % 2) * 4096));
+        s.push_str("I  00401009,2\n"); // jumps back to 0x401000
+    }
+    s.push_str("==42== \n==42== Counted 1 call to main()\n");
+    s
+}
+
+#[test]
+fn import_and_info_on_a_hand_worked_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("loop.log"), hand_log()).unwrap();
+    let o = smtsched(d, &["trace", "import", "loop.log", "-o", "loop.smtt"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("imported 200 instructions (50 loads, 50 stores, 50 modifies)"));
+    let o = smtsched(d, &["trace", "info", "loop.smtt", "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &v["summary"];
+    assert_eq!(s["instructions"], 200);
+    assert_eq!(s["loads"], 50);
+    assert_eq!(s["stores"], 50);
+    assert_eq!(s["modifies"], 50);
+    // Every 4th instruction jumps back, except the very last one (nothing follows it).
+    assert_eq!(s["jumps"], 49);
+    assert_eq!(s["instruction_bytes"], 50 * 11);
+    // Data: 6 array lines + 1 stack line + 2 lines in two pages; pages: 0x600, 0x7ff00, 0x601, 0x602.
+    assert_eq!(v["data_lines"], 9);
+    assert_eq!(v["data_pages"], 4);
+    // Code: 0x401000..0x40100a, one line and one page.
+    assert_eq!(
+        (v["code_lines"].as_u64(), v["code_pages"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(v["meta"]["imported_from"], "loop.log");
+    // The table form says the same.
+    let o = smtsched(d, &["trace", "info", "loop.smtt"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("instructions") && text.contains("200"),
+        "{text}"
+    );
+    assert!(text.contains("data footprint (64 B lines)"), "{text}");
+    // Standard input works too, and --max-instructions cuts the trace.
+    let o = run(
+        d,
+        &[
+            "trace",
+            "import",
+            "-",
+            "-o",
+            "cut.smtt",
+            "--max-instructions",
+            "10",
+        ],
+        None,
+        Some(hand_log().as_bytes()),
+    );
+    assert!(o.status.success());
+    let o = smtsched(d, &["trace", "info", "cut.smtt", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["instructions"], 10);
+    assert_eq!(v["meta"]["stopped_at_limit"], true);
+}
+
+#[test]
+fn bad_logs_and_bad_traces_exit_2_and_leave_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let log = hand_log();
+    // Garbage in the middle of a log: file and line named.
+    let bad = log.replacen(" S 7ff00000,8\n", "this is not lackey\n", 3);
+    std::fs::write(d.join("bad.log"), &bad).unwrap();
+    let o = smtsched(d, &["trace", "import", "bad.log", "-o", "t.smtt"]);
+    assert_bad_input(
+        &o,
+        &[
+            "bad.log:7:",
+            "not a lackey trace line",
+            "this is not lackey",
+        ],
+    );
+    // A log cut in the middle of a line.
+    let cut = log.len() / 2 + log[log.len() / 2..].find('\n').unwrap() + 4;
+    std::fs::write(d.join("cut.log"), &log[..cut]).unwrap();
+    let o = smtsched(d, &["trace", "import", "cut.log", "-o", "t.smtt"]);
+    assert_bad_input(&o, &["cut.log:", "ends in the middle of a line"]);
+    // A log with no instructions.
+    std::fs::write(d.join("empty.log"), "==1== nothing here\n").unwrap();
+    let o = smtsched(d, &["trace", "import", "empty.log", "-o", "t.smtt"]);
+    assert_bad_input(&o, &["empty.log", "no instructions"]);
+    // A missing input.
+    let o = smtsched(d, &["trace", "import", "nope.log", "-o", "t.smtt"]);
+    assert_bad_input(&o, &["nope.log"]);
+    assert_files(d, &["bad.log", "cut.log", "empty.log"]);
+
+    // Traces: a good one, then truncated, corrupted and foreign files.
+    std::fs::write(d.join("good.log"), &log).unwrap();
+    assert!(
+        smtsched(d, &["trace", "import", "good.log", "-o", "good.smtt"])
+            .status
+            .success()
+    );
+    let good = std::fs::read(d.join("good.smtt")).unwrap();
+    std::fs::write(d.join("short.smtt"), &good[..good.len() - 5]).unwrap();
+    let o = smtsched(d, &["trace", "info", "short.smtt"]);
+    assert_bad_input(&o, &["short.smtt", "truncated"]);
+    let mut flipped = good.clone();
+    flipped[40] ^= 0x10; // inside the first chunk's compressed data
+    std::fs::write(d.join("flipped.smtt"), &flipped).unwrap();
+    let o = smtsched(d, &["trace", "info", "flipped.smtt"]);
+    assert_bad_input(&o, &["flipped.smtt", "corrupt"]);
+    // As workloads, broken traces are bad input too.
+    let o = smtsched(d, &["solo", "short.smtt", "--instructions", "1000"]);
+    assert_bad_input(&o, &["short.smtt", "truncated"]);
+    let o = smtsched(d, &["trace", "info", "good.log"]);
+    assert_bad_input(&o, &["good.log", "not an smtsched trace"]);
+    let o = smtsched(
+        d,
+        &[
+            "solo",
+            "good.smtt@no-such-profile",
+            "--instructions",
+            "1000",
+        ],
+    );
+    assert_bad_input(&o, &["no-such-profile"]);
+    let o = smtsched(d, &["solo", "good.log@gzip-like", "--instructions", "1000"]);
+    assert_bad_input(&o, &["not a trace file"]);
+}
+
+#[test]
+fn a_trace_is_a_workload_wherever_a_profile_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("loop.log"), hand_log()).unwrap();
+    assert!(
+        smtsched(d, &["trace", "import", "loop.log", "-o", "loop.smtt"])
+            .status
+            .success()
+    );
+    let small = ["--instructions", "20000", "--warmup", "5000"];
+    let o = smtsched(d, &[&["solo", "loop.smtt", "--json"][..], &small].concat());
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["counters"];
+    // The trace loops: 200 instructions with 150 data accesses (M counts as a load).
+    assert_eq!(c["instructions"], 20000);
+    assert_eq!(c["loads"], 10000);
+    assert_eq!(c["stores"], 5000);
+    // The working set (9 lines) fits in the L1D: after warm-up nothing misses.
+    assert_eq!(c["l1d_misses"], 0);
+    let ipc_default = v["ipc"].as_f64().unwrap();
+    // Timing from a named profile changes timing, not addresses.
+    let o = smtsched(
+        d,
+        &[&["solo", "loop.smtt@mcf-like", "--json"][..], &small].concat(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["counters"]["loads"], 10000);
+    assert_ne!(v["ipc"].as_f64().unwrap(), ipc_default);
+    // corun and matrix take traces next to profiles.
+    let o = smtsched(
+        d,
+        &[&["corun", "loop.smtt", "gzip-like", "--json"][..], &small].concat(),
+    );
+    assert!(o.status.success());
+    let o = smtsched(
+        d,
+        &[
+            &["matrix", "-w", "loop.smtt,gzip-like", "--json"][..],
+            &small,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["matrix"]["workloads"][0], "loop.smtt");
+}
+
+fn have_valgrind() -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("valgrind").is_file()))
+}
+
+#[test]
+fn record_runs_valgrind_and_reports_failures() {
+    assert!(
+        have_valgrind(),
+        "valgrind is needed (Debian: apt-get install valgrind)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A real program, cut at an instruction limit.
+    let o = smtsched(
+        d,
+        &[
+            "trace",
+            "record",
+            "--quiet",
+            "--max-instructions",
+            "30000",
+            "-o",
+            "true.smtt",
+            "--",
+            "true",
+        ],
+    );
+    assert!(o.status.success());
+    let o = smtsched(d, &["trace", "info", "true.smtt", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["summary"]["instructions"], 30000);
+    assert_eq!(v["meta"]["stopped_at_limit"], true);
+    assert_eq!(v["meta"]["command"][0], "true");
+    // A whole run, with the program's arguments passed through.
+    std::fs::write(d.join("in.txt"), "b\na\nc\n").unwrap();
+    let o = smtsched(
+        d,
+        &["trace", "record", "-o", "sort.smtt", "--", "sort", "in.txt"],
+    );
+    assert!(o.status.success());
+    assert_eq!(
+        stdout(&o),
+        "a\nb\nc\n",
+        "the program's output is passed through"
+    );
+    // Failures: a missing command, a failing command, a missing valgrind.
+    let o = smtsched(
+        d,
+        &[
+            "trace",
+            "record",
+            "-o",
+            "x.smtt",
+            "--",
+            "no-such-program-xyz",
+        ],
+    );
+    assert_bad_input(&o, &["command not found: no-such-program-xyz"]);
+    let o = smtsched(
+        d,
+        &["trace", "record", "--quiet", "-o", "x.smtt", "--", "false"],
+    );
+    assert_bad_input(&o, &["false failed under valgrind", "exit status 1"]);
+    let o = smtsched(
+        d,
+        &[
+            "trace",
+            "record",
+            "--quiet",
+            "-o",
+            "x.smtt",
+            "--",
+            "sort",
+            "missing-file",
+        ],
+    );
+    assert_bad_input(
+        &o,
+        &["sort missing-file failed under valgrind", "exit status 2"],
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let o = run(
+        d,
+        &["trace", "record", "-o", "x.smtt", "--", "/bin/true"],
+        Some(&empty.path().display().to_string()),
+        None,
+    );
+    assert_bad_input(&o, &["valgrind was not found"]);
+    assert_files(d, &["in.txt", "sort.smtt", "true.smtt"]);
+}
