@@ -346,3 +346,66 @@ fn record_runs_valgrind_and_reports_failures() {
     assert_bad_input(&o, &["valgrind was not found"]);
     assert_files(d, &["in.txt", "sort.smtt", "true.smtt"]);
 }
+
+#[test]
+fn profile_writes_a_usable_profile_and_reports_the_curves() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("loop.log"), hand_log()).unwrap();
+    assert!(
+        smtsched(d, &["trace", "import", "loop.log", "-o", "loop.smtt"])
+            .status
+            .success()
+    );
+    let o = smtsched(
+        d,
+        &["trace", "profile", "loop.smtt", "-o", "loop.toml", "--json"],
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["name"], "loop");
+    assert_eq!(v["data_lines"], 9);
+    // A 1 KB cache (16 lines) holds all 9 lines: only the 9 first touches miss, of 150 accesses.
+    let first = &v["curve"][0];
+    assert_eq!(first["cache_bytes"], 1024);
+    assert!((first["trace_miss_ratio"].as_f64().unwrap() - 9.0 / 150.0).abs() < 1e-12);
+    let text = std::fs::read_to_string(d.join("loop.toml")).unwrap();
+    assert!(
+        text.contains("name = \"loop\"") && text.contains("[[phase]]"),
+        "{text}"
+    );
+    // The profile runs as a workload.
+    let o = smtsched(
+        d,
+        &[
+            "solo",
+            "loop.toml",
+            "--instructions",
+            "20000",
+            "--warmup",
+            "5000",
+            "--json",
+        ],
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let loads = v["counters"]["loads"].as_f64().unwrap() / 20000.0;
+    assert!((loads - 0.5).abs() < 0.02, "{loads}");
+    // Bad input: a missing trace, an unknown timing profile; nothing written.
+    let o = smtsched(d, &["trace", "profile", "nope.smtt", "-o", "x.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = smtsched(
+        d,
+        &[
+            "trace",
+            "profile",
+            "loop.smtt",
+            "-o",
+            "x.toml",
+            "--timing",
+            "nope",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!d.join("x.toml").exists());
+}

@@ -7,6 +7,7 @@ pub mod error;
 pub mod format;
 pub mod lackey;
 pub mod output;
+pub mod profile;
 pub mod replay;
 pub mod stats;
 pub mod valgrind;

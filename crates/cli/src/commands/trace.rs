@@ -87,6 +87,27 @@ pub enum TraceAction {
         #[arg(long)]
         json: bool,
     },
+    /// Derive a synthetic workload profile from a trace (reuse distances, footprint, access mix,
+    /// phases) and report how closely its miss ratios follow the trace's over a range of cache
+    /// sizes (fully associative LRU, 64-byte lines).
+    ///
+    /// Example: smtsched trace profile gzip.smtt -o gzip-real.toml --timing gzip-like
+    Profile {
+        file: PathBuf,
+        /// Where to write the profile (TOML; appears only when complete).
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Profile name (default: the output file's stem).
+        #[arg(long)]
+        name: Option<String>,
+        /// Take ILP, micro-ops, FP share and mispredictions from this profile (default: the
+        /// replay defaults).
+        #[arg(long, value_name = "PROFILE")]
+        timing: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a program under cachegrind and under lackey, and compare cachegrind's miss counts with
     /// the smtsched simulator replaying the trace on the same caches (and with a replica of
     /// cachegrind's model, which checks the trace).
@@ -148,6 +169,13 @@ pub fn run(a: TraceArgs) -> Result<()> {
             input,
         } => run_import(&input, &output, max_instructions, json),
         TraceAction::Info { file, json } => run_info(&file, json),
+        TraceAction::Profile {
+            file,
+            output,
+            name,
+            timing,
+            json,
+        } => run_profile(&file, &output, name, timing, json),
         TraceAction::Crosscheck {
             i1,
             d1,
@@ -459,4 +487,82 @@ impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+fn run_profile(
+    file: &Path,
+    output: &Path,
+    name: Option<String>,
+    timing: Option<String>,
+    json: bool,
+) -> Result<()> {
+    let t = TraceFile::open(file)?;
+    let timing = match timing {
+        Some(p) => smtsched_trace::replay::ReplayTiming::from_profile(
+            &smtsched_model::load_workload(&p, &[])?,
+        ),
+        None => smtsched_trace::replay::ReplayTiming::defaults(),
+    };
+    let name = name.unwrap_or_else(|| {
+        output
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "trace-profile".into())
+    });
+    let d = smtsched_trace::profile::derive(&t, &name, &timing)?;
+    let text = format!(
+        "# Derived by `smtsched trace profile` from {} ({} instructions); timing from {}.\n{}",
+        file.display(),
+        t.summary().instructions,
+        timing.source,
+        toml::to_string(&d.profile)?
+    );
+    super::write_file(output, text.as_bytes())?;
+    let max_diff = d
+        .data_curve
+        .iter()
+        .map(|&(_, a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    if json {
+        return json_out(&serde_json::json!({
+            "profile": output.display().to_string(), "name": name,
+            "phases": d.phase_starts, "data_lines": d.analysis.data_lines,
+            "code_lines": d.analysis.code_lines,
+            "reuse_histogram": d.analysis.data,
+            "curve": d.data_curve.iter().map(|&(c, a, b)| serde_json::json!({
+                "cache_bytes": c * 64, "trace_miss_ratio": a, "profile_miss_ratio": b,
+            })).collect::<Vec<_>>(),
+            "max_abs_difference": max_diff,
+        }));
+    }
+    let mut tab = Table::new([
+        "cache",
+        "trace miss ratio",
+        "profile miss ratio",
+        "difference",
+    ]);
+    for &(c, a, b) in &d.data_curve {
+        let bytes = c * 64;
+        let size = if bytes >= 1 << 20 {
+            format!("{} MB", bytes >> 20)
+        } else {
+            format!("{} KB", bytes >> 10)
+        };
+        tab.row([
+            size,
+            format!("{:.4}", a),
+            format!("{:.4}", b),
+            format!("{:+.4}", b - a),
+        ]);
+    }
+    out(&format!(
+        "wrote {} ({} phases starting at instructions {:?}; data footprint {} lines, code {} lines)\n\ndata miss ratios, fully associative LRU, 64-byte lines:\n{}largest difference {:.4}\n",
+        output.display(),
+        d.phase_starts.len(),
+        d.phase_starts,
+        d.analysis.data_lines,
+        d.analysis.code_lines,
+        tab.render(),
+        max_diff
+    ))
 }
