@@ -218,8 +218,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub cpus: Option<String>,
     /// Simulated seconds.
-    #[arg(long, default_value_t = 3600.0)]
+    #[arg(long, default_value_t = 3600.0, allow_negative_numbers = true)]
     pub duration: f64,
+    /// Length of one run of each task, in seconds alone (for a workload list; files set their own).
+    #[arg(long, default_value_t = 60.0)]
+    pub run_seconds: f64,
     /// Tasks start at random times in the first seconds; runs count after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub stagger: f64,

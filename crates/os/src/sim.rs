@@ -207,7 +207,7 @@ impl<'a> OsSim<'a> {
             Some(s) => {
                 if let Some(bad) = s.iter().find(|&c| c as usize >= n) {
                     return Err(format!(
-                        "cpus: CPU {bad} does not exist on machine {} (CPUs 0-{})",
+                        "cpus {s}: CPU {bad} does not exist on machine {} (CPUs 0-{})",
                         machine.name,
                         n - 1
                     ));

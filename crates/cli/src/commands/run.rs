@@ -115,7 +115,12 @@ pub fn run(a: RunArgs) -> Result<()> {
     if a.repeat == 0 {
         return Err(bad_input("--repeat 0: at least one run is needed"));
     }
-    let set = task_set(&a.tasks)?;
+    let mut set = task_set(&a.tasks)?;
+    if !Path::new(&a.tasks).is_file() {
+        for t in &mut set.tasks {
+            t.run_seconds = a.run_seconds;
+        }
+    }
     set.validate()
         .map_err(|e| bad_input(format!("--tasks: {e}")))?;
     let cpus = a
