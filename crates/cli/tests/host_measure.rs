@@ -233,6 +233,80 @@ fn realtime_round_robin_is_applied_or_refused_clearly() {
     assert!(p.pr_a.is_finite() && p.pr_a > 0.0 && p.pr_b.is_finite() && p.pr_b > 0.0);
 }
 
+fn rr_slice() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn realtime_holds_idle_cpus_and_restores_the_rr_slice_after_ctrl_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = rr_slice();
+    let h = start_harness(
+        dir.path(),
+        &[
+            "measure",
+            "pairs",
+            "-w",
+            "dense-fp",
+            "-p",
+            "timeshare",
+            "--realtime",
+            "1",
+            "--rr-slice-ms",
+            "7",
+            "--work-scale",
+            "0.01",
+            "--solo-runs",
+            "1",
+            "--timed-runs",
+            "100000",
+            "-o",
+            "m.json",
+        ],
+    );
+    // The time-shared pair (two workload processes) plus a placeholder on every other CPU.
+    let want = 2 + online_cpus().saturating_sub(1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let procs = loop {
+        let d = descendants(h.id());
+        if d.len() >= want {
+            break d;
+        }
+        if !exists_pid(h.id()) || Instant::now() > deadline {
+            // Refused (not root): nothing to check beyond a clear error.
+            let out = h.wait_with_output().unwrap();
+            assert_bad_input_output(&out, &["SCHED_RR"]);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(rr_slice(), "7", "the slice is set during the measurement");
+    let cpus: BTreeSet<String> = procs.iter().filter_map(|(p, _)| cpus_allowed(*p)).collect();
+    assert_eq!(
+        cpus.len(),
+        online_cpus(),
+        "every CPU is in use or held: {cpus:?}"
+    );
+    unsafe { libc::kill(h.id() as i32, libc::SIGINT) };
+    let out = h.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("interrupted by SIGINT"));
+    assert_all_gone(&procs);
+    assert_eq!(rr_slice(), before, "the old SCHED_RR slice is back");
+}
+
+fn exists_pid(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s[s.rfind(')').unwrap() + 2..].starts_with('Z'))
+        .unwrap_or(false)
+}
+
+fn assert_bad_input_output(o: &Output, needles: &[&str]) {
+    assert_bad_input(o, needles)
+}
+
 #[test]
 fn unavailable_placements_are_reported() {
     let dir = tempfile::tempdir().unwrap();

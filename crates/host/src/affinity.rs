@@ -130,6 +130,39 @@ pub fn rr_quantum_ms() -> Option<u64> {
     .ok()
 }
 
+const RR_SLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
+
+/// The SCHED_RR time slice set for a while (as the thesis's patched kernel allowed); the old
+/// value comes back when this is dropped, including after an error or a signal.
+pub struct RrSlice {
+    old: u64,
+}
+
+impl RrSlice {
+    pub fn set(ms: u32) -> Result<RrSlice> {
+        let old = rr_quantum_ms()
+            .ok_or_else(|| HostError::bad(format!("--rr-slice-ms: cannot read {RR_SLICE}")))?;
+        if ms == 0 {
+            return Err(HostError::bad(
+                "--rr-slice-ms 0: the time slice must be at least 1 ms",
+            ));
+        }
+        std::fs::write(RR_SLICE, format!("{ms}\n")).map_err(|e| match e.kind() {
+            std::io::ErrorKind::PermissionDenied => {
+                HostError::bad(format!("--rr-slice-ms: writing {RR_SLICE} needs root"))
+            }
+            _ => HostError::os(format!("writing {RR_SLICE}"), e),
+        })?;
+        Ok(RrSlice { old })
+    }
+}
+
+impl Drop for RrSlice {
+    fn drop(&mut self) {
+        let _ = std::fs::write(RR_SLICE, format!("{}\n", self.old));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

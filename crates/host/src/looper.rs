@@ -25,6 +25,9 @@ pub enum Work {
     Kernel(KernelSpec),
     /// A program, started afresh for every run; `argv[0]` is resolved in `PATH`.
     Command(Vec<String>),
+    /// A placeholder that holds a CPU without touching memory (a PAUSE loop) and never reports
+    /// a run: with `--realtime` it keeps other processes off CPUs an experiment leaves idle.
+    Hold,
 }
 
 /// A looper's instructions (passed to the child as JSON).
@@ -261,9 +264,26 @@ fn run_inner(spec: &LoopSpec, out: &mut dyn Write) -> Result<()> {
             resolve_command(argv)?;
             None
         }
+        Work::Hold => None,
     };
     if let Some(priority) = spec.rr_priority {
         affinity::set_round_robin(0, priority)?;
+    }
+    if spec.work == Work::Hold {
+        emit(
+            out,
+            &LoopMessage::Ready {
+                pid: std::process::id() as i32,
+                cpus: spec.cpus.as_ref().map(|c| c.to_string()),
+                setup_seconds: t0.elapsed().as_secs_f64(),
+                events: Vec::new(),
+            },
+        )?;
+        loop {
+            for _ in 0..1024 {
+                std::hint::spin_loop();
+            }
+        }
     }
     let mut counters = CounterSet::open(&spec.events, Target::SelfAndDescendants)?;
     counters.enable()?;
@@ -285,6 +305,7 @@ fn run_inner(spec: &LoopSpec, out: &mut dyn Write) -> Result<()> {
             (Some(k), _) => std::hint::black_box(k.run()),
             (None, Work::Command(argv)) => run_command(argv)?,
             (None, Work::Kernel(_)) => unreachable!("kernel prepared above"),
+            (None, Work::Hold) => unreachable!("placeholders never run"),
         };
         let end_ns = monotonic_ns();
         let after = counters.read()?;

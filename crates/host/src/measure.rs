@@ -52,6 +52,7 @@ impl WorkloadDef {
                 k.footprint_bytes
             ),
             Work::Command(argv) => format!("command: {}", argv.join(" ")),
+            Work::Hold => "placeholder".into(),
         }
     }
 }
@@ -79,6 +80,9 @@ pub struct MeasureConfig {
     /// Run the workloads in the SCHED_RR real-time class at this priority (the thesis's
     /// round-robin runs); `None`: the normal class.
     pub realtime: Option<i32>,
+    /// With `realtime`: the SCHED_RR time slice to set for the measurement (milliseconds),
+    /// restored afterwards; `None` leaves `sched_rr_timeslice_ms` alone.
+    pub rr_slice_ms: Option<u32>,
 }
 
 /// The CPUs each placement uses.
@@ -255,14 +259,32 @@ pub fn measure(
         return Err(HostError::bad(why.join("; ")));
     }
     become_subreaper();
+    let _slice = match (cfg.realtime, cfg.rr_slice_ms) {
+        (Some(_), Some(ms)) => Some(affinity::RrSlice::set(ms)?),
+        (None, Some(_)) => return Err(HostError::bad("--rr-slice-ms needs --realtime")),
+        _ => None,
+    };
     let n = cfg.workloads.len();
     let pairs_per_placement = n * (n + 1) / 2;
     progress.start((n + pairs_per_placement * plan.placements.len()) as u64);
 
+    let hold = WorkloadDef {
+        name: "placeholder".into(),
+        work: Work::Hold,
+    };
     let mut solo = Vec::new();
     for w in &cfg.workloads {
-        let spec = loop_spec(cfg, w, plan.solo_cpu, cfg.solo_runs + 1, 0.0, 0);
-        let sides = run_loopers(cfg, &[(w, spec)], stop, |st| {
+        let mut specs = vec![(
+            w,
+            loop_spec(cfg, w, plan.solo_cpu, cfg.solo_runs + 1, 0.0, 0),
+        )];
+        let in_use: CpuSet = std::iter::once(plan.solo_cpu).collect();
+        specs.extend(
+            hold_specs(topo, cfg, &in_use)
+                .into_iter()
+                .map(|h| (&hold, h)),
+        );
+        let sides = run_loopers(cfg, &specs, 1, stop, |st| {
             st[0].runs.len() > cfg.solo_runs as usize
         })?;
         let mut side = sides.into_iter().next().unwrap();
@@ -291,12 +313,18 @@ pub fn measure(
                 let mut draw = || (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * stagger_ms;
                 let delays = [draw(), draw()];
                 let seed_b = if a == b { 1 } else { 0 };
-                let specs = [
+                let mut specs = vec![
                     (wa, loop_spec(cfg, wa, pc.cpu_a, 0, delays[0], 0)),
                     (wb, loop_spec(cfg, wb, pc.cpu_b, 0, delays[1], seed_b)),
                 ];
+                let in_use: CpuSet = [pc.cpu_a, pc.cpu_b].into_iter().collect();
+                specs.extend(
+                    hold_specs(topo, cfg, &in_use)
+                        .into_iter()
+                        .map(|h| (&hold, h)),
+                );
                 let k = cfg.timed_runs as usize;
-                let sides = run_loopers(cfg, &specs, stop, |st| timed_runs(st, k).is_some())?;
+                let sides = run_loopers(cfg, &specs, 2, stop, |st| timed_runs(st, k).is_some())?;
                 let (ta, tb) =
                     timed_runs(&sides, k).expect("loop ended when both sides had their runs");
                 let side_a = sides[0].finish(pc.cpu_a, &ta);
@@ -384,6 +412,12 @@ fn validate(cfg: &MeasureConfig) -> Result<()> {
         }
         match &w.work {
             Work::Kernel(k) => k.validate()?,
+            Work::Hold => {
+                return Err(HostError::bad(format!(
+                    "workload {:?}: a placeholder is not a workload",
+                    w.name
+                )))
+            }
             Work::Command(argv) => {
                 crate::looper::resolve_command(argv)
                     .map_err(|e| HostError::bad(format!("workload {:?}: {e}", w.name)))?;
@@ -594,9 +628,40 @@ pub fn proc_table() -> Vec<(i32, i32, i32)> {
 }
 
 /// Starts one looper per spec and feeds their reports to `done` until it says enough.
+/// With `--realtime`, placeholders for the allowed CPUs an experiment leaves idle, so that no
+/// other process runs there meanwhile. SMT siblings of the CPUs in use are left idle instead:
+/// a spinning sibling would take a share of the core.
+fn hold_specs(topo: &Topology, cfg: &MeasureConfig, in_use: &CpuSet) -> Vec<LoopSpec> {
+    let Some(priority) = cfg.realtime else {
+        return Vec::new();
+    };
+    let busy_cores: CpuSet = in_use
+        .iter()
+        .flat_map(|c| topo.siblings_of(c).iter().collect::<Vec<_>>())
+        .collect();
+    cfg.cpus
+        .intersection(&topo.online)
+        .iter()
+        .filter(|c| !in_use.contains(*c) && !busy_cores.contains(*c))
+        .map(|c| LoopSpec {
+            work: Work::Hold,
+            cpus: Some(std::iter::once(c).collect()),
+            runs: 0,
+            delay_ms: 0.0,
+            events: Vec::new(),
+            seed: 0,
+            parent_pid: Some(std::process::id() as i32),
+            rr_priority: Some(priority),
+        })
+        .collect()
+}
+
+/// Starts one looper per spec (the first `measured` are measured, the rest are placeholders)
+/// and feeds the measured ones' reports to `done` until it says enough.
 fn run_loopers(
     cfg: &MeasureConfig,
     specs: &[(&WorkloadDef, LoopSpec)],
+    measured: usize,
     stop: &Shutdown,
     done: impl Fn(&[SideState]) -> bool,
 ) -> Result<Vec<SideState>> {
@@ -679,7 +744,7 @@ fn run_loopers(
                 children: n,
             });
         }
-        if done(&st) {
+        if done(&st[..measured]) {
             break;
         }
         if Instant::now() > deadline {
@@ -736,7 +801,7 @@ fn run_loopers(
                 )));
             }
             Msg::Eof => {
-                if !done(&st) {
+                if !done(&st[..measured]) {
                     // Give the reader a moment in case the status is what matters.
                     std::thread::sleep(Duration::from_millis(20));
                     return Err(HostError::Child(format!(
@@ -750,6 +815,7 @@ fn run_loopers(
         }
     }
     children.stop_all();
+    st.truncate(measured);
     Ok(st)
 }
 
@@ -859,7 +925,8 @@ fn build_matrix(
         match cfg.realtime {
             None => "SCHED_OTHER (the normal class; other processes may share the CPUs)".into(),
             Some(p) => format!(
-                "SCHED_RR priority {p}, time slice {} ms (sched_rr_timeslice_ms)",
+                "SCHED_RR priority {p}, time slice {} ms (sched_rr_timeslice_ms); allowed CPUs that an experiment \
+                 leaves idle (except SMT siblings of those in use) are held by real-time placeholders",
                 affinity::rr_quantum_ms().map_or("unknown".into(), |q| q.to_string())
             ),
         },

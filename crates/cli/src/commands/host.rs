@@ -204,11 +204,18 @@ pub struct PairsArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Run the workloads in the SCHED_RR real-time class at this priority (1-99), as the
-    /// thesis's round-robin runs did: other processes cannot take their CPUs (beyond the
-    /// kernel's real-time throttling share, 5% by default), and a time-shared pair alternates
-    /// every sched_rr_timeslice_ms (100 ms by default). Needs root or CAP_SYS_NICE.
+    /// thesis's round-robin runs did, and hold the allowed CPUs an experiment leaves idle
+    /// (except SMT siblings of those in use) with real-time placeholders: other processes then
+    /// get only the kernel's real-time throttling share (5% by default) of --cpus. A time-shared
+    /// pair alternates every sched_rr_timeslice_ms (100 ms by default), so make runs much
+    /// longer than that (--work-scale). Needs root or CAP_SYS_NICE.
     #[arg(long, value_name = "PRIORITY", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub realtime: Option<i32>,
+    /// With --realtime: set the SCHED_RR time slice (sched_rr_timeslice_ms) to this many
+    /// milliseconds for the measurement, as the thesis's patched kernel did (it used 10 ms);
+    /// the old value is restored at the end, after an error and on Ctrl-C. Needs root.
+    #[arg(long, value_name = "MS", requires = "realtime", value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub rr_slice_ms: Option<u32>,
     /// Longest one experiment (a solo baseline or one pair) may take, in seconds.
     #[arg(long, default_value_t = 300.0)]
     pub timeout_s: f64,
@@ -806,6 +813,7 @@ fn pairs(a: PairsArgs) -> Result<()> {
             .context("cannot find the smtsched binary to start workload processes")?,
         timeout: Duration::from_secs_f64(a.timeout_s),
         realtime: a.realtime,
+        rr_slice_ms: a.rr_slice_ms,
     };
     let plan = measure::plan(&topo, &cfg.cpus, &cfg.placements)?;
     if !plan.placements.is_empty() {
@@ -843,6 +851,23 @@ fn pairs(a: PairsArgs) -> Result<()> {
         );
     }
     print_measurement(&cfg, &m, elapsed)?;
+    if let (Some(_), Some(q)) = (cfg.realtime, smtsched_host::affinity::rr_quantum_ms()) {
+        let shortest = m
+            .solo
+            .iter()
+            .map(|s| s.median_seconds)
+            .fold(f64::INFINITY, f64::min);
+        let ts = m
+            .plan
+            .placements
+            .iter()
+            .any(|p| p.placement == Placement::Timeshare);
+        if ts && shortest < 0.02 * q as f64 {
+            out(&format!(
+                "\nnote: the shortest solo run ({shortest:.3} s) is under 20 SCHED_RR time slices of {q} ms: time-shared ratios are quantised; raise --work-scale\n"
+            ))?;
+        }
+    }
     let warnings = measure::contention_warnings(&m, &cfg);
     if !warnings.is_empty() {
         out(&format!(
