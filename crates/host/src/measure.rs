@@ -7,7 +7,8 @@
 //!   if it starts at or after that moment, and the first K such runs of each side are kept. A
 //!   side that has its K runs keeps looping until the other has too, so that every kept run ran
 //!   against a busy partner.
-//! - **PR** of a side = median solo run time / mean of its K timed co-run times.
+//! - **PR** of a side = median solo run time / median of its K timed co-run times (medians, so
+//!   that one disturbed run — an interrupt storm, real-time throttling — does not move the ratio).
 //! - **Placements**: sibling threads of one core (SMT), two cores (SMP; on separate packages
 //!   where there are several), or both time-sharing one logical CPU.
 //!
@@ -330,7 +331,7 @@ pub fn measure(
                 let side_a = sides[0].finish(pc.cpu_a, &ta);
                 let side_b = sides[1].finish(pc.cpu_b, &tb);
                 let pr = |solo: &SoloResult, side: &SideResult| {
-                    solo.median_seconds / mean(&side.run_seconds)
+                    solo.median_seconds / median(&side.run_seconds)
                 };
                 pairs.push(PairResult {
                     placement: pc.placement,
@@ -897,7 +898,7 @@ fn build_matrix(
     );
     set(
         "pr",
-        "median solo run time / mean run time of the timed co-runs".into(),
+        "median solo run time / median run time of the timed co-runs".into(),
     );
     set(
         "counters",
