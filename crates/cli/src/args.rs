@@ -62,6 +62,11 @@ pub enum Command {
     ///
     /// Example: smtsched measure pairs --workloads pointer-chase,triad
     Measure(crate::commands::host::MeasureArgs),
+    /// Reuse-distance cache models (Fedorova et al. 2005): histograms, predicted against simulated
+    /// miss ratios of thread groups, and the balance-set group search.
+    ///
+    /// Example: smtsched cachemodel predict gzip-like art-like parser-like ammp-like --set topology.cores_per_package=1
+    Cachemodel(crate::commands::cachemodel::CachemodelArgs),
 }
 
 #[derive(Args, Debug)]

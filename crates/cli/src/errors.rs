@@ -28,6 +28,7 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
         c.is::<BadInput>() || c.is::<ModelError>() || c.is::<ProtocolError>() || c.is::<PlanError>()
             || c.downcast_ref::<smtsched_host::HostError>().is_some_and(|h| h.is_bad_input())
             || c.downcast_ref::<smtsched_trace::TraceError>().is_some_and(|t| t.is_bad_input())
+            || c.downcast_ref::<smtsched_cachemodel::error::CacheModelError>().is_some_and(|e| e.is_bad_input())
     });
     if bad {
         EXIT_BAD_INPUT

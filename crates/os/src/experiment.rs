@@ -231,6 +231,53 @@ pub struct Experiment {
     pub workloads: Vec<String>,
     #[serde(default)]
     pub paper: Paper,
+    /// Settings of the Fedorova CMT experiments (kinds `fedorova-*`).
+    #[serde(default)]
+    pub cmt: CmtSettings,
+}
+
+/// Settings of the Fedorova et al. 2005 experiments (kinds `fedorova-*`), which
+/// `smtsched-cachemodel` carries out. Zero or empty means the experiment's default.
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CmtSettings {
+    /// Shared L2 sizes to sweep, in bytes.
+    #[serde(default)]
+    pub l2_sizes: Vec<u64>,
+    /// L1D sizes to sweep, in bytes.
+    #[serde(default)]
+    pub l1_sizes: Vec<u64>,
+    /// Copies of every workload in `workloads`.
+    #[serde(default)]
+    pub copies: u32,
+    /// Fixed schedules: a name and, per core, the workloads on its contexts.
+    #[serde(default, rename = "schedule")]
+    pub schedules: Vec<CoreSchedule>,
+    /// A SPEC-like mix to schedule by CPI.
+    #[serde(default)]
+    pub spec_mix: Vec<String>,
+    /// Simulated cycles before and in each measured window.
+    #[serde(default)]
+    pub warmup_cycles: u64,
+    #[serde(default)]
+    pub measure_cycles: u64,
+    /// Moments of an OS-simulated schedule measured on the microarchitectural simulator.
+    #[serde(default)]
+    pub samples: u32,
+    /// Instructions in each thread's reuse-distance window.
+    #[serde(default)]
+    pub window_instructions: u64,
+    /// Simulated seconds of each OS-simulator run.
+    #[serde(default)]
+    pub os_seconds: f64,
+}
+
+/// One fixed schedule: the workloads on each core's contexts.
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CoreSchedule {
+    pub name: String,
+    pub cores: Vec<Vec<String>>,
 }
 
 fn default_machine() -> String {
@@ -257,6 +304,14 @@ pub enum ExperimentKind {
     /// Every group of four workloads on 2 packages × 2 threads in its three allocations
     /// (thesis §3.5).
     Asymmetry,
+    /// Fedorova et al. §3.1: CPI-based co-scheduling, Table 1 schedules (smtsched-cachemodel).
+    FedorovaCpi,
+    /// Fedorova et al. §3.2.1: L1D size sweep, copies of one program on one core.
+    FedorovaL1,
+    /// Fedorova et al. §3.2.2: the SPEC mix on 2 cores × 4 contexts, L2 size sweep.
+    FedorovaL2,
+    /// Fedorova et al. §4: balance-set scheduling (PERF, FAIR) against the default scheduler.
+    FedorovaBalanceSet,
 }
 
 /// What the paper reports, printed beside the result.
@@ -316,6 +371,10 @@ embedded_experiments!(
     "usenix05-set-b",
     "usenix05-set-c",
     "thesis-asymmetry",
+    "fedorova-cpi",
+    "fedorova-l1",
+    "fedorova-l2",
+    "fedorova-balance-set",
 );
 
 /// Loads an experiment by name (embedded) or file path.
@@ -340,6 +399,17 @@ pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelEr
             }
             .validate()
             .map_err(|r| bad("task", r))?;
+        }
+        ExperimentKind::FedorovaCpi
+        | ExperimentKind::FedorovaL1
+        | ExperimentKind::FedorovaL2
+        | ExperimentKind::FedorovaBalanceSet => {
+            if e.workloads.is_empty() && e.cmt.schedules.is_empty() {
+                return Err(bad(
+                    "workloads",
+                    "a fedorova experiment needs workloads or cmt.schedule".into(),
+                ));
+            }
         }
         ExperimentKind::Asymmetry => {
             if e.workloads.len() < 4 {

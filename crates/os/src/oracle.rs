@@ -461,3 +461,111 @@ impl Oracle for MeasuredOracle {
         )
     }
 }
+
+/// What the analytic backend asks of a model that predicts rates without simulating — for
+/// example the reuse-distance model of `smtsched-cachemodel` (DESIGN §6, §8).
+pub trait RateModel: Send + Sync {
+    /// Rates of every occupied logical CPU of `situation`, indexed like it.
+    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>>;
+    fn phase_solo_cycles(&self, workload: u32) -> Vec<f64>;
+    fn refill_cycles(&self, workload: u32) -> f64;
+    fn solo_ipc(&self, o: Occupant) -> f64;
+    fn describe(&self) -> String;
+}
+
+/// The analytic backend: a [`RateModel`]'s predictions, memoised by canonical situation like the
+/// simulated backend, and counted — the number of distinct situations is what a simulated oracle
+/// would have had to simulate for the same run.
+/// Canonical situation → rates, as [`canonical`] keys them.
+type RateMemo = Mutex<HashMap<Vec<Vec<Vec<Occupant>>>, Vec<ThreadRate>>>;
+
+pub struct AnalyticOracle {
+    machine: MachineModel,
+    model: Box<dyn RateModel>,
+    memo: RateMemo,
+    queries: std::sync::atomic::AtomicU64,
+}
+
+impl AnalyticOracle {
+    pub fn new(machine: MachineModel, model: Box<dyn RateModel>) -> Self {
+        AnalyticOracle {
+            machine,
+            model,
+            memo: Mutex::new(HashMap::new()),
+            queries: Default::default(),
+        }
+    }
+
+    /// Distinct situations predicted so far.
+    pub fn distinct_situations(&self) -> usize {
+        self.memo.lock().expect("oracle lock").len()
+    }
+
+    /// Situations asked about so far (including repeats).
+    pub fn queries(&self) -> u64 {
+        self.queries.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The canonical situation of `key` on the machine: occupants in key order on the first
+    /// threads of the first cores of each package.
+    fn situation_of(&self, key: &[Vec<Vec<Occupant>>]) -> (Vec<Option<Occupant>>, Vec<usize>) {
+        let t = &self.machine.topology;
+        let mut s = vec![None; self.machine.logical_cpus() as usize];
+        let mut order = Vec::new();
+        for (p, cores) in key.iter().enumerate() {
+            for (c, occ) in cores.iter().enumerate() {
+                for (k, o) in occ.iter().enumerate() {
+                    let cpu = self
+                        .machine
+                        .cpu_at(p as u32 * t.cores_per_package + c as u32, k as u32)
+                        as usize;
+                    s[cpu] = Some(*o);
+                    order.push(cpu);
+                }
+            }
+        }
+        (s, order)
+    }
+}
+
+impl Oracle for AnalyticOracle {
+    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>> {
+        self.queries
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (key, slot_of) = canonical(&self.machine, situation);
+        let cached = self.memo.lock().expect("oracle lock").get(&key).cloned();
+        let rates = match cached {
+            Some(r) => r,
+            None => {
+                let (s, order) = self.situation_of(&key);
+                let by_cpu = self.model.rates(&s);
+                let r: Vec<ThreadRate> = order
+                    .iter()
+                    .map(|&c| by_cpu[c].expect("the model rates every occupied CPU"))
+                    .collect();
+                self.memo
+                    .lock()
+                    .expect("oracle lock")
+                    .insert(key, r.clone());
+                r
+            }
+        };
+        slot_of.iter().map(|s| s.map(|k| rates[k])).collect()
+    }
+
+    fn phase_solo_cycles(&self, workload: u32) -> Vec<f64> {
+        self.model.phase_solo_cycles(workload)
+    }
+
+    fn refill_cycles(&self, workload: u32) -> f64 {
+        self.model.refill_cycles(workload)
+    }
+
+    fn solo_ipc(&self, o: Occupant) -> f64 {
+        self.model.solo_ipc(o)
+    }
+
+    fn describe(&self) -> String {
+        format!("analytic: {}", self.model.describe())
+    }
+}

@@ -1,6 +1,7 @@
 //! One module per command.
 
 mod bench;
+pub mod cachemodel;
 mod corun;
 mod describe;
 pub mod host;
@@ -31,6 +32,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Trace(a) => trace::run(a),
         Command::Host(a) => host::run_host(a),
         Command::Measure(a) => host::run_measure(a),
+        Command::Cachemodel(a) => cachemodel::run(a),
     }
 }
 

@@ -202,6 +202,21 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 ));
             }
         }
+        ExperimentKind::FedorovaCpi
+        | ExperimentKind::FedorovaL1
+        | ExperimentKind::FedorovaL2
+        | ExperimentKind::FedorovaBalanceSet => {
+            let text = smtsched_cachemodel::fedorova::reproduce(
+                &e,
+                a.seed,
+                a.json,
+                &super::cachemodel::progress,
+            )?;
+            if a.json {
+                return out(&text);
+            }
+            report.push_str(&text);
+        }
     }
     if let Some(p) = &a.output {
         write_file(p, report.as_bytes())?;

@@ -4,7 +4,9 @@
 //! A policy sees only a [`SchedView`]: topology, task statistics, counter-based estimates and the
 //! tick; no clock, no global random numbers.
 
+pub mod balance_set;
 mod basic;
+pub mod di;
 mod fair;
 mod gang;
 mod ipc;
@@ -214,6 +216,12 @@ pub enum PolicyName {
     Ipc,
     Sos,
     Optimal,
+    /// Fedorova et al.'s balance-set scheduler, PERF thread selection.
+    BalanceSetPerf,
+    /// Fedorova et al.'s balance-set scheduler, FAIR thread selection.
+    BalanceSetFair,
+    /// Zhuravlev et al.'s distributed intensity.
+    Di,
 }
 
 pub const ALL_POLICIES: &[PolicyName] = &[
@@ -226,6 +234,9 @@ pub const ALL_POLICIES: &[PolicyName] = &[
     PolicyName::Ipc,
     PolicyName::Sos,
     PolicyName::Optimal,
+    PolicyName::BalanceSetPerf,
+    PolicyName::BalanceSetFair,
+    PolicyName::Di,
 ];
 
 impl PolicyName {
@@ -240,6 +251,9 @@ impl PolicyName {
             PolicyName::Ipc => "ipc",
             PolicyName::Sos => "sos",
             PolicyName::Optimal => "optimal",
+            PolicyName::BalanceSetPerf => "balance-set-perf",
+            PolicyName::BalanceSetFair => "balance-set-fair",
+            PolicyName::Di => "di",
         }
     }
 
@@ -254,6 +268,9 @@ impl PolicyName {
             PolicyName::Ipc => Box::new(ipc::Ipc),
             PolicyName::Sos => Box::new(sos::Sos::new()),
             PolicyName::Optimal => Box::new(optimal::Optimal::new()),
+            PolicyName::BalanceSetPerf | PolicyName::BalanceSetFair | PolicyName::Di => {
+                self.build_for(&balance_set::CacheInputs::default())
+            }
         }
     }
 }

@@ -1,0 +1,150 @@
+//! `di`: Distributed Intensity (Zhuravlev, Blagodurov & Fedorova, "Addressing shared resource
+//! contention in multicore processors via scheduling", ASPLOS 2010). Threads are sorted by their
+//! cache intensity (last-level-cache misses per instruction alone) and spread over the machine's
+//! cache domains so that every domain gets a similar total: the sorted list is dealt out in a
+//! snake (domain 0, 1, …, D−1, then D−1, …, 0, …), which puts the most intensive thread beside the
+//! least intensive ones. The assignment is recomputed whenever the set of runnable threads
+//! changes, and enforced through goodness (a thread is strongly preferred by the CPUs of its
+//! domain) and through wake-up placement (an idle CPU of its domain first). On a machine with one
+//! cache domain it changes nothing.
+
+use super::{CpuId, Goodness, Policy, SchedView, TaskId, GANG_BONUS};
+use std::collections::BTreeMap;
+
+pub struct Di {
+    intensity: BTreeMap<String, f64>,
+    domain_of_cpu: Vec<usize>,
+    home: BTreeMap<TaskId, usize>,
+    runnable: Vec<TaskId>,
+}
+
+/// Deals `order` (most intensive first) over `domains` domains in a snake; returns each one's
+/// domain in the same order.
+pub fn snake(count: usize, domains: usize) -> Vec<usize> {
+    let d = domains.max(1);
+    (0..count)
+        .map(|i| {
+            let (round, pos) = (i / d, i % d);
+            if round % 2 == 0 {
+                pos
+            } else {
+                d - 1 - pos
+            }
+        })
+        .collect()
+}
+
+/// Total intensity per domain after the DI assignment of `values`.
+pub fn domain_loads(values: &[f64], domains: usize) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]).then(a.cmp(&b)));
+    let mut load = vec![0.0; domains.max(1)];
+    for (i, d) in snake(order.len(), domains).into_iter().enumerate() {
+        load[d] += values[order[i]];
+    }
+    load
+}
+
+impl Di {
+    pub fn new(intensity: BTreeMap<String, f64>, domain_of_cpu: Vec<usize>) -> Self {
+        Di {
+            intensity,
+            domain_of_cpu,
+            home: BTreeMap::new(),
+            runnable: Vec::new(),
+        }
+    }
+
+    fn domain(&self, cpu: CpuId, view: &SchedView) -> usize {
+        self.domain_of_cpu
+            .get(cpu)
+            .copied()
+            .unwrap_or_else(|| view.package_of[cpu])
+    }
+
+    fn assign(&mut self, view: &SchedView) {
+        let runnable: Vec<TaskId> = (0..view.tasks.len())
+            .filter(|&t| view.tasks[t].runnable)
+            .collect();
+        if runnable == self.runnable && !self.home.is_empty() {
+            return;
+        }
+        let mut domains: Vec<usize> = (0..view.online.len())
+            .filter(|&c| view.online[c])
+            .map(|c| self.domain(c, view))
+            .collect();
+        domains.sort_unstable();
+        domains.dedup();
+        let value = |t: TaskId| {
+            self.intensity
+                .get(&view.tasks[t].name)
+                .copied()
+                .unwrap_or(0.0)
+        };
+        let mut order = runnable.clone();
+        order.sort_by(|&a, &b| value(b).total_cmp(&value(a)).then(a.cmp(&b)));
+        self.home = order
+            .iter()
+            .zip(snake(order.len(), domains.len()))
+            .map(|(&t, d)| (t, domains[d]))
+            .collect();
+        self.runnable = runnable;
+    }
+
+    /// The domain each task is assigned to.
+    pub fn homes(&self) -> &BTreeMap<TaskId, usize> {
+        &self.home
+    }
+}
+
+impl Policy for Di {
+    fn name(&self) -> &str {
+        "di"
+    }
+
+    fn tick(&mut self, cpu: CpuId, view: &SchedView) {
+        if view.online.iter().position(|&o| o) == Some(cpu) {
+            self.assign(view);
+        }
+    }
+
+    fn select_cpu(&mut self, task: TaskId, prev: Option<CpuId>, view: &SchedView) -> Option<CpuId> {
+        self.assign(view);
+        let home = *self.home.get(&task)?;
+        let idle = |c: CpuId| view.online[c] && view.current[c].is_none();
+        if let Some(p) = prev.filter(|&p| idle(p) && self.domain(p, view) == home) {
+            return Some(p);
+        }
+        (0..view.online.len()).find(|&c| idle(c) && self.domain(c, view) == home)
+    }
+
+    fn goodness(&mut self, task: TaskId, cpu: CpuId, g: Goodness, view: &SchedView) -> i64 {
+        match self.home.get(&task) {
+            Some(&h) if h == self.domain(cpu, view) => g.stock() + GANG_BONUS,
+            _ => g.stock(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snake_deals_back_and_forth() {
+        assert_eq!(snake(7, 3), vec![0, 1, 2, 2, 1, 0, 0]);
+        assert_eq!(snake(4, 1), vec![0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn intensive_threads_are_split_between_domains() {
+        // Four intensive (10, 9, 8, 7) and four light (1, 1, 0.5, 0.2) threads, two domains:
+        // snake order 10→0, 9→1, 8→1, 7→0, 1→0, 1→1, .5→1, .2→0: loads 18.2 and 18.5.
+        let v = [10.0, 1.0, 9.0, 1.0, 8.0, 0.5, 7.0, 0.2];
+        let l = domain_loads(&v, 2);
+        assert!(
+            (l[0] - 18.2).abs() < 1e-12 && (l[1] - 18.5).abs() < 1e-12,
+            "{l:?}"
+        );
+    }
+}
