@@ -11,14 +11,25 @@ use std::io::Write;
 fn main() {
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let code = if e.use_stderr() {
-                errors::EXIT_BAD_INPUT
-            } else {
-                0
-            };
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
             let _ = e.print();
-            std::process::exit(code);
+            std::process::exit(0);
+        }
+        Err(e) => {
+            // Bad arguments: clap's first line names the argument and the value.
+            let text = e.render().to_string();
+            let cause: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!(
+                "smtsched: error: {} (see --help)",
+                cause.join(" ").trim_start_matches("error: ")
+            );
+            std::process::exit(errors::EXIT_BAD_INPUT);
         }
     };
     let result = commands::run(cli.command);
