@@ -862,16 +862,16 @@ fn pairs(a: PairsArgs) -> Result<()> {
             .placements
             .iter()
             .any(|p| p.placement == Placement::Timeshare);
-        if ts && shortest < 0.02 * q as f64 {
+        if ts && shortest < 0.01 * q as f64 {
             out(&format!(
-                "\nnote: the shortest solo run ({shortest:.3} s) is under 20 SCHED_RR time slices of {q} ms: time-shared ratios are quantised; raise --work-scale\n"
+                "\nnote: the shortest solo run ({shortest:.3} s) is under 10 SCHED_RR time slices of {q} ms: time-shared ratios are quantised; raise --work-scale\n"
             ))?;
         }
     }
     let warnings = measure::contention_warnings(&m, &cfg);
     if !warnings.is_empty() {
         out(&format!(
-            "\nwarning: other processes competed for the CPUs, so these ratios are unreliable (the thesis minimised background activity):\n  {}\n",
+            "\nwarning: other processes competed for the CPUs, so these ratios are unreliable (the thesis minimised background activity; as root, --realtime keeps other processes off the CPUs):\n  {}\n",
             warnings.join("\n  ")
         ))?;
     }
