@@ -22,7 +22,11 @@ fn main() {
             let cause: Vec<&str> = text
                 .lines()
                 .map(str::trim)
-                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("tip:"))
+                .take_while(|l| {
+                    !l.starts_with("Usage:")
+                        && !l.starts_with("tip:")
+                        && !l.starts_with("For more information")
+                })
                 .filter(|l| !l.is_empty())
                 .collect();
             eprintln!(
