@@ -42,6 +42,10 @@ pub fn feature(name: &str, subj: &Epc, back: &Epc) -> Option<f64> {
 }
 
 /// `PR = intercept + Σ coefficient × feature`, features in events per cycle.
+///
+/// A model file (TOML or JSON, written by `smtsched train fit`) is this struct. Only `name`,
+/// `intercept` and each term's `feature` and `coefficient` are needed; the statistics of a fit
+/// ride along for people and are ignored by the evaluation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinearModel {
@@ -50,6 +54,9 @@ pub struct LinearModel {
     pub source: String,
     pub intercept: f64,
     pub terms: Vec<Term>,
+    /// How the model was fitted, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<Box<FitInfo>>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,6 +64,67 @@ pub struct LinearModel {
 pub struct Term {
     pub feature: String,
     pub coefficient: f64,
+    /// Standard error of the coefficient.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub std_error: Option<f64>,
+    /// Two-sided p-value of the coefficient being 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// Mean of the feature over the training windows (events per cycle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    /// Coefficient × the feature's standard deviation over the training windows (the thesis's
+    /// "importance", which Table 3.8 prints ×1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f64>,
+}
+
+impl Term {
+    /// A term with no statistics.
+    pub fn new(feature: &str, coefficient: f64) -> Term {
+        Term {
+            feature: feature.into(),
+            coefficient,
+            std_error: None,
+            p_value: None,
+            mean: None,
+            importance: None,
+        }
+    }
+}
+
+/// The statistics of a least-squares fit (thesis Table 3.8), kept in the model file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitInfo {
+    /// Machine the training windows came from.
+    #[serde(default)]
+    pub machine: String,
+    /// The windows file.
+    #[serde(default)]
+    pub data: String,
+    /// Subject workloads of the training windows.
+    #[serde(default)]
+    pub workloads: Vec<String>,
+    pub windows: usize,
+    pub r_squared: f64,
+    pub adj_r_squared: f64,
+    pub residual_se: f64,
+    pub intercept_std_error: f64,
+    pub intercept_p_value: f64,
+    /// Significance level of the feature selection (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
+    /// Features dropped as insignificant, in order, with their p-values when dropped.
+    #[serde(default)]
+    pub dropped: Vec<DroppedTerm>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DroppedTerm {
+    pub feature: String,
+    pub p_value: f64,
 }
 
 /// Fractional bits during the kernel's fixed-point evaluation, and the shift applied to its result
@@ -69,10 +137,7 @@ impl LinearModel {
     /// features map onto the simulator's counters: trace-cache misses = level-1 instruction
     /// misses, L2 misses = last-level misses, x87 FP uops = FP operations.
     pub fn thesis_northwood() -> LinearModel {
-        let t = |f: &str, c: f64| Term {
-            feature: f.into(),
-            coefficient: c,
-        };
+        let t = Term::new;
         LinearModel {
             name: "thesis-northwood".into(),
             source: "Bulpin thesis Table 3.8 / §4.4.3 (L2_back dropped as insignificant)".into(),
@@ -88,6 +153,7 @@ impl LinearModel {
                 t("instructions_back", 0.506),
                 t("l1d_misses_back", -3.54),
             ],
+            fit: None,
         }
     }
 
@@ -118,20 +184,56 @@ impl LinearModel {
                 .sum::<f64>()
     }
 
-    /// The kernel-style integer evaluation: coefficients and features in fixed point with 15
-    /// fractional bits, the result shifted to ~1/1000 (1.0 = 1024). Returns the PR.
+    /// The kernel-style integer evaluation (thesis §4.4.3): intercept, coefficients and features
+    /// in fixed point with 15 fractional bits, each product rounded back to 15 bits, the sum
+    /// rounded to 10 fractional bits (1.0 = 1024, "about 1/1000"). Returns the PR.
+    ///
+    /// Rounding a feature to 2⁻¹⁵ moves its term by up to |coefficient| × 2⁻¹⁶, so the result is
+    /// within (Σ|coefficient| + Σ|feature| + terms) × 2⁻¹⁶ + 2⁻¹¹ of [`LinearModel::estimate`]:
+    /// about 0.0024 at worst for the thesis's model, much less in practice. A kernel that has
+    /// the raw counts does better with [`LinearModel::estimate_fixed_counts`].
     pub fn estimate_fixed(&self, subj: &Epc, back: &Epc) -> f64 {
-        let one = (1i64 << FIXED_FRACTION_BITS) as f64;
-        let fix = |x: f64| (x * one).round() as i64;
         let mut acc = fix(self.intercept);
         for t in &self.terms {
             let f = fix(feature(&t.feature, subj, back).unwrap_or(0.0));
-            let c = fix(t.coefficient);
-            acc += (c * f) >> FIXED_FRACTION_BITS;
+            acc += round_shift(fix(t.coefficient) as i128 * f as i128, FIXED_FRACTION_BITS) as i64;
         }
-        (acc >> FIXED_RESULT_SHIFT) as f64
-            / (1u64 << (FIXED_FRACTION_BITS - FIXED_RESULT_SHIFT)) as f64
+        from_result(round_shift(acc as i128, FIXED_RESULT_SHIFT) as i64)
     }
+
+    /// The integer evaluation from what the kernel reads: event counts over an interval of
+    /// `cycles` cycles (the fields of `subj` and `back` hold counts here, not rates). Each term is
+    /// `coefficient × count / cycles` with the coefficient in 15-bit fixed point, multiplied
+    /// before dividing, so it is exact to 2⁻¹⁵ whatever the coefficient; the sum is rounded to
+    /// 10 fractional bits as in [`LinearModel::estimate_fixed`]. Within
+    /// (Σ|feature| + terms + 1) × 2⁻¹⁶ + 2⁻¹¹ of the floating-point estimate.
+    pub fn estimate_fixed_counts(&self, subj: &Epc, back: &Epc, cycles: u64) -> f64 {
+        let cycles = cycles.max(1) as i128;
+        let mut acc = fix(self.intercept) as i128;
+        for t in &self.terms {
+            let count = feature(&t.feature, subj, back).unwrap_or(0.0).round() as i128;
+            let num = fix(t.coefficient) as i128 * count;
+            // Division rounded to nearest (half away from zero).
+            let q = (2 * num.abs() + cycles) / (2 * cycles);
+            acc += if num < 0 { -q } else { q };
+        }
+        from_result(round_shift(acc, FIXED_RESULT_SHIFT) as i64)
+    }
+}
+
+/// `x` in fixed point with [`FIXED_FRACTION_BITS`] fractional bits.
+fn fix(x: f64) -> i64 {
+    (x * (1i64 << FIXED_FRACTION_BITS) as f64).round() as i64
+}
+
+/// `x / 2^bits` rounded to nearest (an arithmetic shift with a rounding bias).
+fn round_shift(x: i128, bits: u32) -> i128 {
+    (x + (1i128 << (bits - 1))) >> bits
+}
+
+/// The PR a result with `FIXED_FRACTION_BITS - FIXED_RESULT_SHIFT` fractional bits stands for.
+fn from_result(r: i64) -> f64 {
+    r as f64 / (1u64 << (FIXED_FRACTION_BITS - FIXED_RESULT_SHIFT)) as f64
 }
 
 #[cfg(test)]
@@ -168,5 +270,124 @@ mod tests {
         assert!((by_hand - 0.624).abs() < 0.005, "{by_hand}");
         // The fixed-point evaluation agrees to the resolution of its result (1/1024).
         assert!((m.estimate_fixed(&subj, &back) - by_hand).abs() < 0.002);
+    }
+
+    #[test]
+    fn model_files_without_statistics_still_load() {
+        // The format before fits carried statistics: name, source, intercept, terms.
+        let old = r#"{"name":"m","source":"s","intercept":0.5,"terms":[{"feature":"fp_ops_subj","coefficient":0.25}]}"#;
+        let m: LinearModel = serde_json::from_str(old).unwrap();
+        assert_eq!(m.terms[0], Term::new("fp_ops_subj", 0.25));
+        assert_eq!(m.fit, None);
+        m.validate().unwrap();
+        let subj = Epc {
+            fp_ops: 0.4,
+            ..Default::default()
+        };
+        assert_eq!(m.estimate(&subj, &Epc::default()), 0.6);
+        // And a model written now reads back the same, statistics included.
+        let mut m2 = LinearModel::thesis_northwood();
+        m2.terms[0].p_value = Some(1e-300);
+        m2.terms[0].std_error = Some(0.5);
+        m2.fit = Some(Box::new(FitInfo {
+            machine: "northwood".into(),
+            data: "w.csv".into(),
+            workloads: vec!["gzip-like".into()],
+            windows: 10,
+            r_squared: 0.5,
+            adj_r_squared: 0.4,
+            residual_se: 0.1,
+            intercept_std_error: 0.01,
+            intercept_p_value: 0.0,
+            alpha: Some(0.05),
+            dropped: vec![DroppedTerm {
+                feature: "llc_misses_back".into(),
+                p_value: 0.1,
+            }],
+        }));
+        let json = serde_json::to_string(&m2).unwrap();
+        assert_eq!(serde_json::from_str::<LinearModel>(&json).unwrap(), m2);
+        // The bare thesis model writes no statistics at all.
+        let bare = serde_json::to_string(&LinearModel::thesis_northwood()).unwrap();
+        assert!(
+            !bare.contains("p_value") && !bare.contains("\"fit\""),
+            "{bare}"
+        );
+    }
+
+    #[test]
+    fn fixed_point_rounds_where_the_kernel_would() {
+        // 0.5 + 0.25 × 0.125 = 0.53125 = 544/1024 exactly: both integer paths are exact.
+        let m = LinearModel {
+            name: "t".into(),
+            source: String::new(),
+            intercept: 0.5,
+            terms: vec![Term::new("instructions_subj", 0.25)],
+            fit: None,
+        };
+        let subj = Epc {
+            instructions: 0.125,
+            ..Default::default()
+        };
+        assert_eq!(m.estimate_fixed(&subj, &Epc::default()), 0.53125);
+        let counts = Epc {
+            instructions: 1000.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            m.estimate_fixed_counts(&counts, &Epc::default(), 8000),
+            0.53125
+        );
+        // A result between steps of 1/1024 rounds to the nearer: 0.5 + 0.25 × 0.0029 = 0.500725,
+        // 512.74/1024 -> 513/1024.
+        let subj = Epc {
+            instructions: 0.0029,
+            ..Default::default()
+        };
+        assert_eq!(m.estimate_fixed(&subj, &Epc::default()), 513.0 / 1024.0);
+        // Negative terms round symmetrically: 0.5 - 0.25 × 0.0029 = 0.499275 = 511.26/1024.
+        let neg = LinearModel {
+            terms: vec![Term::new("instructions_subj", -0.25)],
+            ..m.clone()
+        };
+        assert_eq!(neg.estimate_fixed(&subj, &Epc::default()), 511.0 / 1024.0);
+        let counts = Epc {
+            instructions: 29.0,
+            ..Default::default()
+        };
+        assert_eq!(
+            neg.estimate_fixed_counts(&counts, &Epc::default(), 10_000),
+            511.0 / 1024.0
+        );
+    }
+
+    #[test]
+    fn counts_path_stays_exact_with_large_coefficients() {
+        // A coefficient of 300 on a rare event: rounding the rate to 2^-15 would cost up to
+        // 300 × 2^-16 ≈ 0.0046; multiplying before dividing keeps the error within 2^-11 + 2^-15.
+        let m = LinearModel {
+            name: "t".into(),
+            source: String::new(),
+            intercept: 0.3,
+            terms: vec![Term::new("llc_misses_subj", 300.0)],
+            fit: None,
+        };
+        for misses in [1u64, 7, 13, 99, 1234] {
+            let cycles = 1_000_000u64;
+            let rate = Epc {
+                llc_misses: misses as f64 / cycles as f64,
+                ..Default::default()
+            };
+            let counts = Epc {
+                llc_misses: misses as f64,
+                ..Default::default()
+            };
+            let float = m.estimate(&rate, &Epc::default());
+            let fixed = m.estimate_fixed_counts(&counts, &Epc::default(), cycles);
+            assert!(
+                (fixed - float).abs() <= 1.0 / 2048.0 + 1.0 / 32768.0,
+                "{misses}: {fixed} vs {float}"
+            );
+        }
     }
 }

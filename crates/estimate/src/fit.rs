@@ -1,0 +1,289 @@
+//! Fitting the online model to training windows, and the thesis's Table 3.8 as a report.
+
+use crate::error::EstimateError;
+use crate::ols::{fit_with_selection, Coefficient, Selection};
+use crate::windows::{feature_names, feature_slot, WindowSet};
+use smtsched_os::estimate::{DroppedTerm, FitInfo, LinearModel, Term, EVENTS};
+use smtsched_report::Table;
+
+/// The thesis's ten features (Table 3.8 order): trace-cache (L1I), L2 (last-level), FP,
+/// instructions and L1D, of the subject and of the background.
+pub const THESIS_FEATURES: &[&str] = &[
+    "l1i_misses_subj",
+    "llc_misses_subj",
+    "fp_ops_subj",
+    "instructions_subj",
+    "l1d_misses_subj",
+    "l1i_misses_back",
+    "llc_misses_back",
+    "fp_ops_back",
+    "instructions_back",
+    "l1d_misses_back",
+];
+
+/// The thesis's name for a feature (`TC-subj`, `L2-back`, …), or the feature's own name.
+pub fn thesis_label(feature: &str) -> String {
+    let (subj, i) = match feature_slot(feature) {
+        Some(x) => x,
+        None => return feature.to_string(),
+    };
+    let ev = match EVENTS[i] {
+        "l1i_misses" => "TC/L1I",
+        "llc_misses" => "LLC",
+        "fp_ops" => "FP",
+        "instructions" => "Insts",
+        "l1d_misses" => "L1D",
+        "loads" => "Loads",
+        "stores" => "Stores",
+        "branch_mispredicts" => "Mispred",
+        other => other,
+    };
+    format!("{ev}-{}", if subj { "subj" } else { "back" })
+}
+
+/// Parses a feature list: `thesis`, `all`, or comma-separated feature names.
+pub fn parse_features(spec: &str) -> Result<Vec<String>, EstimateError> {
+    let list: Vec<String> = match spec.trim() {
+        "thesis" => THESIS_FEATURES.iter().map(|s| s.to_string()).collect(),
+        "all" => feature_names(),
+        other => other
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+    };
+    if list.is_empty() {
+        return Err(EstimateError::Invalid(format!(
+            "--features {spec:?} names no feature"
+        )));
+    }
+    for (i, f) in list.iter().enumerate() {
+        if feature_slot(f).is_none() {
+            return Err(EstimateError::UnknownFeature {
+                name: f.clone(),
+                events: EVENTS.join(", "),
+            });
+        }
+        if list[..i].contains(f) {
+            return Err(EstimateError::Invalid(format!(
+                "--features: {f} is named twice"
+            )));
+        }
+    }
+    Ok(list)
+}
+
+/// The columns of `features` over the windows, and the PRs. A feature the file lacks (a missing
+/// column or an empty cell) is an error naming it.
+pub fn design(
+    set: &WindowSet,
+    features: &[String],
+    file: &str,
+) -> Result<(Vec<Vec<f64>>, Vec<f64>), EstimateError> {
+    if set.rows.is_empty() {
+        return Err(EstimateError::Empty(format!("{file} has no windows")));
+    }
+    let mut missing = Vec::new();
+    let mut cols = Vec::with_capacity(features.len());
+    for f in features {
+        let col: Vec<f64> = set
+            .rows
+            .iter()
+            .map(|r| r.feature(f).unwrap_or(f64::NAN))
+            .collect();
+        if col.iter().all(|v| v.is_nan()) {
+            missing.push(f.clone());
+        } else if let Some(i) = col.iter().position(|v| v.is_nan()) {
+            let r = &set.rows[i];
+            return Err(EstimateError::Invalid(format!(
+                "{file}: column {f} is empty in data row {} ({} with {}, run {}, window {})",
+                i + 1,
+                r.subject,
+                r.background,
+                r.run,
+                r.window
+            )));
+        }
+        cols.push(col);
+    }
+    if !missing.is_empty() {
+        return Err(EstimateError::MissingColumns {
+            file: file.into(),
+            columns: format!("{} (needed by --features)", missing.join(", ")),
+        });
+    }
+    Ok((cols, set.rows.iter().map(|r| r.pr).collect()))
+}
+
+/// What `fit` produces: the selection and the model to write.
+#[derive(Clone, Debug)]
+pub struct Trained {
+    pub selection: Selection,
+    pub model: LinearModel,
+}
+
+/// Fits `features` to the windows of `set` (from `file`), dropping insignificant features at
+/// level `alpha` if given.
+pub fn train(
+    set: &WindowSet,
+    file: &str,
+    features: &[String],
+    alpha: Option<f64>,
+    name: &str,
+) -> Result<Trained, EstimateError> {
+    if let Some(a) = alpha {
+        if !(a > 0.0 && a < 1.0) {
+            return Err(EstimateError::Invalid(format!(
+                "--alpha {a}: a significance level is between 0 and 1"
+            )));
+        }
+    }
+    let (cols, y) = design(set, features, file)?;
+    let selection = fit_with_selection(&cols, features, &y, alpha)?;
+    let last = &selection.last;
+    let term = |c: &Coefficient| Term {
+        feature: c.name.clone(),
+        coefficient: c.estimate,
+        std_error: Some(c.std_error),
+        p_value: Some(c.p_value),
+        mean: Some(c.mean),
+        importance: Some(c.importance),
+    };
+    let machine = set.meta("machine").unwrap_or("").to_string();
+    let model = LinearModel {
+        name: name.to_string(),
+        source: format!(
+            "smtsched train fit: least squares on {} windows of {}{}",
+            last.n,
+            file,
+            if machine.is_empty() {
+                String::new()
+            } else {
+                format!(" ({machine})")
+            }
+        ),
+        intercept: last.intercept.estimate,
+        terms: last.terms.iter().map(term).collect(),
+        fit: Some(Box::new(FitInfo {
+            machine,
+            data: file.to_string(),
+            workloads: set.subjects(),
+            windows: last.n,
+            r_squared: last.r_squared,
+            adj_r_squared: last.adj_r_squared,
+            residual_se: last.residual_se,
+            intercept_std_error: last.intercept.std_error,
+            intercept_p_value: last.intercept.p_value,
+            alpha,
+            dropped: selection
+                .dropped
+                .iter()
+                .map(|d| DroppedTerm {
+                    feature: d.feature.clone(),
+                    p_value: d.p_value,
+                })
+                .collect(),
+        })),
+    };
+    model.validate().map_err(EstimateError::Internal)?;
+    Ok(Trained { selection, model })
+}
+
+fn p_text(p: f64) -> String {
+    if p < 1e-4 {
+        format!("{p:.1e}")
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+/// The fit as the thesis's Table 3.8: coefficient, standard error, t, p-value, mean events per
+/// 1000 cycles, importance (coefficient × sd, ×1000 as the thesis prints it) and the
+/// standardised coefficient.
+pub fn coefficient_table(fit: &crate::ols::Fit) -> String {
+    let mut t = Table::new([
+        "counter",
+        "feature",
+        "coefficient",
+        "std error",
+        "t",
+        "p-value",
+        "mean /1000 cyc",
+        "importance",
+        "std coef",
+    ]);
+    t.row([
+        "(constant)".to_string(),
+        String::new(),
+        format!("{:.4}", fit.intercept.estimate),
+        format!("{:.4}", fit.intercept.std_error),
+        format!("{:.1}", fit.intercept.t),
+        p_text(fit.intercept.p_value),
+        String::new(),
+        String::new(),
+        String::new(),
+    ]);
+    for c in &fit.terms {
+        t.row([
+            thesis_label(&c.name),
+            c.name.clone(),
+            format!("{:.4}", c.estimate),
+            format!("{:.4}", c.std_error),
+            format!("{:.1}", c.t),
+            p_text(c.p_value),
+            format!("{:.3}", 1000.0 * c.mean),
+            format!("{:.1}", 1000.0 * c.importance),
+            format!("{:.3}", c.beta),
+        ]);
+    }
+    t.render()
+}
+
+/// The whole `fit` report: the full fit, each dropped feature, and the final model.
+pub fn report(tr: &Trained) -> String {
+    let s = &tr.selection;
+    let mut out = String::new();
+    let line = |f: &crate::ols::Fit| {
+        format!(
+            "{} windows, {} features: R² = {:.3} (adjusted {:.3}), residual standard error {:.4}, mean PR {:.3} (sd {:.3})\n",
+            f.n,
+            f.terms.len(),
+            f.r_squared,
+            f.adj_r_squared,
+            f.residual_se,
+            f.mean_y,
+            f.sd_y
+        )
+    };
+    out.push_str("Least-squares fit of every requested feature (thesis Table 3.8: R² = 0.665)\n");
+    out.push_str(&line(&s.full));
+    out.push('\n');
+    out.push_str(&coefficient_table(&s.full));
+    match s.alpha {
+        None => out
+            .push_str("\nFeature selection: off (--alpha none); the model keeps every feature.\n"),
+        Some(a) if s.dropped.is_empty() => out.push_str(&format!(
+            "\nFeature selection at p > {a}: every feature is significant; none dropped.\n"
+        )),
+        Some(a) => {
+            out.push_str(&format!(
+                "\nFeature selection at p > {a} (backward elimination, one at a time; the thesis dropped L2-back, p = 0.100):\n"
+            ));
+            for d in &s.dropped {
+                out.push_str(&format!(
+                    "  dropped {} ({}): p = {}; R² without it {:.4}\n",
+                    d.feature,
+                    thesis_label(&d.feature),
+                    p_text(d.p_value),
+                    d.r_squared_after
+                ));
+            }
+            out.push_str("\nThe model after selection\n");
+            out.push_str(&line(&s.last));
+            out.push('\n');
+            out.push_str(&coefficient_table(&s.last));
+        }
+    }
+    out
+}

@@ -1,0 +1,640 @@
+//! Training windows (thesis §3.4, DESIGN §2): each subject run is cut into windows of equal
+//! retired instructions; a window's performance ratio is the subject's solo cycles over its co-run
+//! cycles for the same instructions, and its features are the events per cycle of the subject and
+//! of the background thread over the co-run window's span of time.
+//!
+//! Counters are read as periodic samples (the thesis read them every ~100 ms) and interpolated
+//! linearly to the window boundaries, so the same code serves the simulator's samples and samples
+//! measured on a real machine ([`crate::samples`]).
+
+use crate::error::EstimateError;
+use smtsched_os::estimate::{feature, EVENTS};
+use smtsched_os::oracle::Epc;
+use smtsched_uarch::ThreadCounters;
+
+/// Number of events per thread (the online model's events, `smtsched_os::estimate::EVENTS`).
+pub const NE: usize = 8;
+const _: () = assert!(EVENTS.len() == NE);
+
+/// Events of one thread, in the order of [`EVENTS`] (`instructions` first).
+pub type Events = [f64; NE];
+
+/// The feature names in column order: every event of the subject, then every event of the
+/// background.
+pub fn feature_names() -> Vec<String> {
+    EVENTS
+        .iter()
+        .map(|e| format!("{e}_subj"))
+        .chain(EVENTS.iter().map(|e| format!("{e}_back")))
+        .collect()
+}
+
+/// Where feature `name` sits: (true for the subject, event index).
+pub fn feature_slot(name: &str) -> Option<(bool, usize)> {
+    let (event, subj) = if let Some(e) = name.strip_suffix("_subj") {
+        (e, true)
+    } else {
+        (name.strip_suffix("_back")?, false)
+    };
+    EVENTS.iter().position(|x| *x == event).map(|i| (subj, i))
+}
+
+/// An [`Epc`] as an array in [`EVENTS`] order, through the online model's own feature lookup (so
+/// the two cannot disagree on what an event means).
+pub fn events_of_epc(epc: &Epc) -> Events {
+    let zero = Epc::default();
+    let mut out = [0.0; NE];
+    for (i, e) in EVENTS.iter().enumerate() {
+        out[i] = feature(&format!("{e}_subj"), epc, &zero).expect("an event of EVENTS");
+    }
+    out
+}
+
+/// The [`Epc`] an array in [`EVENTS`] order stands for.
+pub fn epc_of_events(ev: &Events) -> Epc {
+    let mut epc = Epc::default();
+    for (i, e) in EVENTS.iter().enumerate() {
+        let slot = match *e {
+            "instructions" => &mut epc.instructions,
+            "l1i_misses" => &mut epc.l1i_misses,
+            "l1d_misses" => &mut epc.l1d_misses,
+            "llc_misses" => &mut epc.llc_misses,
+            "fp_ops" => &mut epc.fp_ops,
+            "loads" => &mut epc.loads,
+            "stores" => &mut epc.stores,
+            "branch_mispredicts" => &mut epc.branch_mispredicts,
+            other => unreachable!("event {other} has no Epc field"),
+        };
+        *slot = ev[i];
+    }
+    epc
+}
+
+/// Counts of a simulated thread's events, with the last cache level of the machine's data path
+/// as `llc` (the same mapping [`Epc::of`] applies online).
+pub fn events_of_counters(c: &ThreadCounters, llc_level: u8) -> Events {
+    // Epc::of divides by max(cycles, 1): with cycles = 1 it returns the counts themselves.
+    let unit = ThreadCounters { cycles: 1.0, ..*c };
+    events_of_epc(&Epc::of(&unit, llc_level))
+}
+
+/// One training window.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WindowRecord {
+    pub subject: String,
+    pub background: String,
+    /// Which of the pair's runs (each with another offset of the background).
+    pub run: u32,
+    /// Index of the window within its run.
+    pub window: u32,
+    /// Instructions the subject retired in the window.
+    pub instructions: f64,
+    /// Cycles the same instructions took alone.
+    pub solo_cycles: f64,
+    /// Cycles they took beside the background.
+    pub corun_cycles: f64,
+    /// `solo_cycles / corun_cycles`.
+    pub pr: f64,
+    /// Subject events per co-run cycle ([`EVENTS`] order; NaN where a file had no value).
+    pub subj: Events,
+    /// Background events per co-run cycle over the same span of time.
+    pub back: Events,
+}
+
+impl WindowRecord {
+    /// The value of feature `name` (`<event>_subj` or `<event>_back`).
+    pub fn feature(&self, name: &str) -> Option<f64> {
+        let (subj, i) = feature_slot(name)?;
+        Some(if subj { self.subj[i] } else { self.back[i] })
+    }
+
+    /// The features as the online model sees them.
+    pub fn epc(&self) -> (Epc, Epc) {
+        (epc_of_events(&self.subj), epc_of_events(&self.back))
+    }
+}
+
+/// A thread's counters sampled over a run: cumulative events at increasing times.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    /// Time of each sample, in cycles since the start of the run.
+    pub cycles: Vec<f64>,
+    /// Cumulative events at each sample ([`EVENTS`] order).
+    pub events: Vec<Events>,
+}
+
+impl Series {
+    pub fn push(&mut self, cycle: f64, events: Events) {
+        self.cycles.push(cycle);
+        self.events.push(events);
+    }
+
+    pub fn len(&self) -> usize {
+        self.cycles.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cycles.is_empty()
+    }
+
+    /// Retired instructions at the last sample.
+    pub fn last_instructions(&self) -> f64 {
+        self.events.last().map_or(0.0, |e| e[0])
+    }
+
+    /// Checks that times increase and counters never fall.
+    pub fn check(&self) -> Result<(), String> {
+        for k in 1..self.len() {
+            if self.cycles[k].partial_cmp(&self.cycles[k - 1]) != Some(std::cmp::Ordering::Greater)
+            {
+                return Err(format!(
+                    "sample {k}: time {} does not increase (previous {})",
+                    self.cycles[k],
+                    self.cycles[k - 1]
+                ));
+            }
+            for (i, e) in EVENTS.iter().enumerate() {
+                let (a, b) = (self.events[k - 1][i], self.events[k][i]);
+                if b < a {
+                    return Err(format!(
+                        "sample {k}: counter {e} falls from {a} to {b} (counters must be cumulative)"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The time at which the thread had retired `n` instructions, interpolated linearly between
+    /// the samples around it; `None` outside the samples.
+    pub fn time_at_instructions(&self, n: f64) -> Option<f64> {
+        let k = self.events.partition_point(|e| e[0] < n);
+        if k >= self.len() {
+            return None;
+        }
+        if k == 0 {
+            return (self.events[0][0] == n).then_some(self.cycles[0]);
+        }
+        let (i0, i1) = (self.events[k - 1][0], self.events[k][0]);
+        let (t0, t1) = (self.cycles[k - 1], self.cycles[k]);
+        Some(t0 + (t1 - t0) * (n - i0) / (i1 - i0))
+    }
+
+    /// Every counter at time `t`, interpolated linearly; `None` outside the samples.
+    pub fn at_time(&self, t: f64) -> Option<Events> {
+        let k = self.cycles.partition_point(|&c| c < t);
+        if k >= self.len() {
+            return None;
+        }
+        if k == 0 {
+            return (self.cycles[0] == t).then_some(self.events[0]);
+        }
+        let (t0, t1) = (self.cycles[k - 1], self.cycles[k]);
+        let f = (t - t0) / (t1 - t0);
+        let (a, b) = (&self.events[k - 1], &self.events[k]);
+        let mut out = [0.0; NE];
+        for i in 0..NE {
+            out[i] = a[i] + (b[i] - a[i]) * f;
+        }
+        Some(out)
+    }
+}
+
+/// One window before it is labelled with its pair.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WindowValues {
+    pub instructions: f64,
+    pub solo_cycles: f64,
+    pub corun_cycles: f64,
+    pub subj: Events,
+    pub back: Events,
+}
+
+/// Cuts the subject's instructions `[start, end)` into `n` windows of equal instructions and
+/// measures each: its solo and co-run cycles (from `solo` and `subj`) and the subject's and the
+/// background's events per co-run cycle (from `subj` and `back`, which share one clock).
+pub fn cut_windows(
+    solo: &Series,
+    subj: &Series,
+    back: &Series,
+    start: f64,
+    end: f64,
+    n: u32,
+) -> Result<Vec<WindowValues>, String> {
+    if n == 0 {
+        return Err("no windows asked for".into());
+    }
+    if end.partial_cmp(&start) != Some(std::cmp::Ordering::Greater) {
+        return Err(format!("empty instruction range [{start}, {end})"));
+    }
+    let bounds: Vec<f64> = (0..=n)
+        .map(|k| start + (end - start) * k as f64 / n as f64)
+        .collect();
+    let times = |s: &Series, what: &str| -> Result<Vec<f64>, String> {
+        bounds
+            .iter()
+            .map(|&b| {
+                s.time_at_instructions(b).ok_or_else(|| {
+                    format!(
+                        "the {what} samples cover instructions {}..{}, not {b}",
+                        s.events.first().map_or(0.0, |e| e[0]),
+                        s.last_instructions()
+                    )
+                })
+            })
+            .collect()
+    };
+    let solo_t = times(solo, "solo")?;
+    let co_t = times(subj, "co-run subject")?;
+    let at = |s: &Series, t: f64, what: &str| {
+        s.at_time(t).ok_or_else(|| {
+            format!(
+                "the {what} samples cover cycles {}..{}, not {t}",
+                s.cycles.first().copied().unwrap_or(0.0),
+                s.cycles.last().copied().unwrap_or(0.0)
+            )
+        })
+    };
+    let subj_at: Vec<Events> = co_t
+        .iter()
+        .map(|&t| at(subj, t, "co-run subject"))
+        .collect::<Result<_, _>>()?;
+    let back_at: Vec<Events> = co_t
+        .iter()
+        .map(|&t| at(back, t, "background"))
+        .collect::<Result<_, _>>()?;
+    let mut out = Vec::with_capacity(n as usize);
+    for k in 0..n as usize {
+        let solo_cycles = solo_t[k + 1] - solo_t[k];
+        let corun_cycles = co_t[k + 1] - co_t[k];
+        if !(solo_cycles > 0.0 && corun_cycles > 0.0) {
+            return Err(format!(
+                "window {k} takes no time (solo {solo_cycles} cycles, co-run {corun_cycles}); use fewer windows or finer samples"
+            ));
+        }
+        let mut subj_epc = [0.0; NE];
+        let mut back_epc = [0.0; NE];
+        for i in 0..NE {
+            subj_epc[i] = (subj_at[k + 1][i] - subj_at[k][i]) / corun_cycles;
+            back_epc[i] = (back_at[k + 1][i] - back_at[k][i]) / corun_cycles;
+        }
+        out.push(WindowValues {
+            instructions: bounds[k + 1] - bounds[k],
+            solo_cycles,
+            corun_cycles,
+            subj: subj_epc,
+            back: back_epc,
+        });
+    }
+    Ok(out)
+}
+
+/// Labels windows of one run.
+pub fn label(
+    values: Vec<WindowValues>,
+    subject: &str,
+    background: &str,
+    run: u32,
+) -> Vec<WindowRecord> {
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| WindowRecord {
+            subject: subject.to_string(),
+            background: background.to_string(),
+            run,
+            window: k as u32,
+            instructions: v.instructions,
+            solo_cycles: v.solo_cycles,
+            corun_cycles: v.corun_cycles,
+            pr: v.solo_cycles / v.corun_cycles,
+            subj: v.subj,
+            back: v.back,
+        })
+        .collect()
+}
+
+/// Windows and what produced them (written as `# key: value` lines at the top of the CSV).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WindowSet {
+    pub meta: Vec<(String, String)>,
+    pub rows: Vec<WindowRecord>,
+}
+
+impl WindowSet {
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.meta
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The distinct subjects, in order of first appearance.
+    pub fn subjects(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in &self.rows {
+            if !out.contains(&r.subject) {
+                out.push(r.subject.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The fixed columns of a windows CSV, before the features.
+pub const FIXED_COLUMNS: &[&str] = &[
+    "subject",
+    "background",
+    "run",
+    "window",
+    "instructions",
+    "solo_cycles",
+    "corun_cycles",
+    "pr",
+];
+
+/// The windows as CSV: `# key: value` lines, a header, one row per window. Numbers are written
+/// in the shortest form that reads back to the same value.
+pub fn to_csv(set: &WindowSet) -> String {
+    let mut s = String::new();
+    for (k, v) in &set.meta {
+        s.push_str(&format!("# {k}: {v}\n"));
+    }
+    let header: Vec<String> = FIXED_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(feature_names())
+        .collect();
+    s.push_str(&header.join(","));
+    s.push('\n');
+    let num = |x: f64| {
+        if x.is_nan() {
+            String::new()
+        } else {
+            format!("{x}")
+        }
+    };
+    for r in &set.rows {
+        let mut cells = vec![
+            r.subject.clone(),
+            r.background.clone(),
+            r.run.to_string(),
+            r.window.to_string(),
+            num(r.instructions),
+            num(r.solo_cycles),
+            num(r.corun_cycles),
+            num(r.pr),
+        ];
+        cells.extend(r.subj.iter().chain(&r.back).map(|&x| num(x)));
+        s.push_str(&cells.join(","));
+        s.push('\n');
+    }
+    s
+}
+
+/// Reads a windows CSV. `subject`, `background` and `pr` are required; `run` and `window` default
+/// to 0 and the cycle columns to empty; feature columns may be missing or empty (NaN) — a fit
+/// that uses one checks for it. Unknown columns are ignored.
+pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
+    let mut set = WindowSet::default();
+    let mut header: Option<Vec<String>> = None;
+    let mut idx: Vec<Option<usize>> = Vec::new();
+    let mut feat_idx: Vec<Option<usize>> = Vec::new();
+    let names = feature_names();
+    for (lineno, line) in text.lines().enumerate() {
+        let line_no = lineno + 1;
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(c) = line.strip_prefix('#') {
+            if header.is_none() {
+                if let Some((k, v)) = c.split_once(':') {
+                    set.meta.push((k.trim().to_string(), v.trim().to_string()));
+                }
+            }
+            continue;
+        }
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        let Some(h) = &header else {
+            let h: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
+            let find = |c: &str| h.iter().position(|x| x == c);
+            let missing: Vec<&str> = ["subject", "background", "pr"]
+                .into_iter()
+                .filter(|c| find(c).is_none())
+                .collect();
+            if !missing.is_empty() {
+                return Err(EstimateError::MissingColumns {
+                    file: file.to_string(),
+                    columns: format!(
+                        "{} (found: {}; a windows file comes from `smtsched train windows`)",
+                        missing.join(", "),
+                        h.join(",")
+                    ),
+                });
+            }
+            idx = FIXED_COLUMNS.iter().map(|c| find(c)).collect();
+            feat_idx = names.iter().map(|c| find(c)).collect();
+            header = Some(h);
+            continue;
+        };
+        if cells.len() != h.len() {
+            return Err(EstimateError::BadLine {
+                file: file.into(),
+                line: line_no,
+                reason: format!("{} cells, the header has {}", cells.len(), h.len()),
+            });
+        }
+        let number = |col: usize, required: bool| -> Result<f64, EstimateError> {
+            let cell = cells[col];
+            if cell.is_empty() && !required {
+                return Ok(f64::NAN);
+            }
+            let bad = |reason: String| EstimateError::BadValue {
+                file: file.into(),
+                line: line_no,
+                column: h[col].clone(),
+                reason,
+            };
+            let v: f64 = cell
+                .parse()
+                .map_err(|_| bad(format!("{cell:?} is not a number")))?;
+            if !v.is_finite() {
+                return Err(bad(format!("{cell:?} is not a finite number")));
+            }
+            Ok(v)
+        };
+        let opt = |i: usize, required: bool| -> Result<f64, EstimateError> {
+            match idx[i] {
+                Some(c) => number(c, required),
+                None => Ok(f64::NAN),
+            }
+        };
+        let int = |i: usize| -> Result<u32, EstimateError> {
+            let Some(c) = idx[i] else { return Ok(0) };
+            cells[c].parse().map_err(|_| EstimateError::BadValue {
+                file: file.into(),
+                line: line_no,
+                column: h[c].clone(),
+                reason: format!("{:?} is not a non-negative integer", cells[c]),
+            })
+        };
+        let pr = opt(7, true)?;
+        if pr <= 0.0 {
+            return Err(EstimateError::BadValue {
+                file: file.into(),
+                line: line_no,
+                column: "pr".into(),
+                reason: format!("{pr} is not a positive performance ratio"),
+            });
+        }
+        let mut feats = [f64::NAN; 2 * NE];
+        for (j, c) in feat_idx.iter().enumerate() {
+            if let Some(c) = c {
+                feats[j] = number(*c, false)?;
+            }
+        }
+        let mut subj = [0.0; NE];
+        let mut back = [0.0; NE];
+        subj.copy_from_slice(&feats[..NE]);
+        back.copy_from_slice(&feats[NE..]);
+        set.rows.push(WindowRecord {
+            subject: cells[idx[0].expect("checked")].to_string(),
+            background: cells[idx[1].expect("checked")].to_string(),
+            run: int(2)?,
+            window: int(3)?,
+            instructions: opt(4, false)?,
+            solo_cycles: opt(5, false)?,
+            corun_cycles: opt(6, false)?,
+            pr,
+            subj,
+            back,
+        });
+    }
+    if header.is_none() {
+        return Err(EstimateError::Empty(format!(
+            "{file} has no header row and no windows"
+        )));
+    }
+    Ok(set)
+}
+
+/// Reads a windows CSV file.
+pub fn read_csv(path: &std::path::Path) -> Result<WindowSet, EstimateError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| EstimateError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    parse_csv(&text, &file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(points: &[(f64, f64, f64)]) -> Series {
+        // (cycle, instructions, l1d misses)
+        let mut s = Series::default();
+        for &(t, n, m) in points {
+            let mut e = [0.0; NE];
+            e[0] = n;
+            e[2] = m;
+            s.push(t, e);
+        }
+        s
+    }
+
+    #[test]
+    fn interpolation_between_samples() {
+        let s = series(&[(0.0, 0.0, 0.0), (100.0, 50.0, 10.0), (200.0, 150.0, 10.0)]);
+        assert_eq!(s.time_at_instructions(25.0), Some(50.0));
+        assert_eq!(s.time_at_instructions(100.0), Some(150.0));
+        assert_eq!(s.time_at_instructions(0.0), Some(0.0));
+        assert_eq!(s.time_at_instructions(151.0), None);
+        let e = s.at_time(150.0).unwrap();
+        assert_eq!((e[0], e[2]), (100.0, 10.0));
+        assert_eq!(s.at_time(50.0).unwrap()[2], 5.0);
+        assert_eq!(s.at_time(201.0), None);
+    }
+
+    #[test]
+    fn windows_by_hand() {
+        // Alone the subject retires 1 instruction per cycle; beside the background it retires 1
+        // per 2 cycles for its first 100 instructions and 1 per 4 after. The background retires
+        // 3 per cycle throughout and misses once every 10 cycles.
+        let solo = series(&[(0.0, 0.0, 0.0), (1000.0, 1000.0, 0.0)]);
+        let subj = series(&[(0.0, 0.0, 0.0), (200.0, 100.0, 20.0), (600.0, 200.0, 60.0)]);
+        let back = series(&[(0.0, 0.0, 0.0), (600.0, 1800.0, 60.0)]);
+        let w = cut_windows(&solo, &subj, &back, 0.0, 200.0, 2).unwrap();
+        assert_eq!(w.len(), 2);
+        assert_eq!((w[0].solo_cycles, w[0].corun_cycles), (100.0, 200.0));
+        assert_eq!((w[1].solo_cycles, w[1].corun_cycles), (100.0, 400.0));
+        assert_eq!(w[0].subj[0], 0.5);
+        assert_eq!(w[1].subj[0], 0.25);
+        assert_eq!(w[0].subj[2], 0.1);
+        assert_eq!(w[1].back[0], 3.0);
+        assert!((w[1].back[2] - 0.1).abs() < 1e-15);
+        let r = label(w, "a", "b", 2);
+        assert_eq!(r[1].pr, 0.25);
+        assert_eq!((r[1].run, r[1].window), (2, 1));
+        // Past the samples is an error, not a guess.
+        assert!(cut_windows(&solo, &subj, &back, 0.0, 300.0, 2).is_err());
+    }
+
+    #[test]
+    fn csv_round_trip_is_exact() {
+        let solo = series(&[(0.0, 0.0, 0.0), (1000.0, 1000.0, 7.0)]);
+        let subj = series(&[(0.0, 0.0, 0.0), (3001.0, 1000.0, 13.0)]);
+        let w = label(
+            cut_windows(&solo, &subj, &subj, 0.0, 1000.0, 3).unwrap(),
+            "x-like",
+            "y-like",
+            1,
+        );
+        let set = WindowSet {
+            meta: vec![("machine".into(), "northwood".into())],
+            rows: w,
+        };
+        let back = parse_csv(&to_csv(&set), "t.csv").unwrap();
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn missing_required_columns_are_named() {
+        let e = parse_csv("subject,window\nx,1\n", "f.csv").unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("f.csv") && msg.contains("background, pr"),
+            "{msg}"
+        );
+        assert!(e.is_bad_input());
+    }
+
+    #[test]
+    fn bad_cells_name_line_and_column() {
+        let e = parse_csv("subject,background,pr\nx,y,abc\n", "f.csv").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "f.csv, line 2, column pr: \"abc\" is not a number"
+        );
+        let e = parse_csv("subject,background,pr\nx,y\n", "f.csv").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn epc_arrays_round_trip() {
+        let e = Epc {
+            instructions: 1.0,
+            l1i_misses: 2.0,
+            l1d_misses: 3.0,
+            llc_misses: 4.0,
+            fp_ops: 5.0,
+            loads: 6.0,
+            stores: 7.0,
+            branch_mispredicts: 8.0,
+        };
+        assert_eq!(epc_of_events(&events_of_epc(&e)), e);
+        assert_eq!(events_of_epc(&e), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    }
+}
