@@ -8,6 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tests of this file run one at a time: some start real-time processes that would starve
+/// a parallel test's harness while it has a deadline to meet.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn smtsched(dir: &Path, args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
         .args(args)
@@ -64,6 +72,7 @@ const QUICK: &[&str] = &[
 
 #[test]
 fn a_measured_matrix_is_a_valid_matrix_file() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec![
         "measure",
@@ -176,6 +185,7 @@ fn a_measured_matrix_is_a_valid_matrix_file() {
 
 #[test]
 fn a_command_workload_is_measured() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec![
         "measure",
@@ -200,6 +210,7 @@ fn a_command_workload_is_measured() {
 
 #[test]
 fn realtime_round_robin_is_applied_or_refused_clearly() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec![
         "measure",
@@ -242,6 +253,7 @@ fn rr_slice() -> String {
 
 #[test]
 fn realtime_holds_idle_cpus_and_restores_the_rr_slice_after_ctrl_c() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let before = rr_slice();
     let h = start_harness(
@@ -309,6 +321,7 @@ fn assert_bad_input_output(o: &Output, needles: &[&str]) {
 
 #[test]
 fn unavailable_placements_are_reported() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let topo = smtsched(dir.path(), &["host", "topology", "--json"]);
     let t: serde_json::Value = serde_json::from_slice(&topo.stdout).unwrap();
@@ -346,6 +359,7 @@ fn unavailable_placements_are_reported() {
 
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let m = |extra: &[&str]| {
         let mut a = vec!["measure", "pairs", "-o", "m.json"];
@@ -384,6 +398,7 @@ fn bad_input_is_refused_before_anything_runs() {
 
 #[test]
 fn an_offline_cpu_is_refused() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let snap = tempfile::tempdir().unwrap();
     let root = unpack_offline_snapshot(snap.path());
@@ -523,6 +538,7 @@ fn assert_all_gone(procs: &[(u32, u64)]) {
 
 #[test]
 fn ctrl_c_during_a_pair_stops_and_reaps_every_child() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     // Quick solo runs, then a time-shared pair that would loop for minutes.
     let h = start_harness(
@@ -569,6 +585,7 @@ fn ctrl_c_during_a_pair_stops_and_reaps_every_child() {
 
 #[test]
 fn sigterm_reaps_a_command_and_its_own_children() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     // The first (warm-up) solo run of `nap` is a shell whose child sleeps for a minute.
     let h = start_harness(
@@ -605,6 +622,7 @@ fn sigterm_reaps_a_command_and_its_own_children() {
 
 #[test]
 fn killing_the_harness_outright_takes_the_workloads_with_it() {
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let mut h = start_harness(
         dir.path(),

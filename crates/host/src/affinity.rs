@@ -130,6 +130,30 @@ pub fn rr_quantum_ms() -> Option<u64> {
     .ok()
 }
 
+/// The calling thread in SCHED_RR for a while; its previous policy comes back on drop.
+pub struct RoundRobinThread {
+    policy: libc::c_int,
+    param: libc::sched_param,
+}
+
+impl RoundRobinThread {
+    pub fn raise(priority: i32) -> Result<RoundRobinThread> {
+        let mut param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: queries of the calling thread into a valid sched_param.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        unsafe { libc::sched_getparam(0, &mut param) };
+        set_round_robin(0, priority)?;
+        Ok(RoundRobinThread { policy, param })
+    }
+}
+
+impl Drop for RoundRobinThread {
+    fn drop(&mut self) {
+        // SAFETY: restores the calling thread's own policy with the parameters read before.
+        unsafe { libc::sched_setscheduler(0, self.policy, &self.param) };
+    }
+}
+
 const RR_SLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
 
 /// The SCHED_RR time slice set for a while (as the thesis's patched kernel allowed); the old

@@ -265,6 +265,12 @@ pub fn measure(
         (None, Some(_)) => return Err(HostError::bad("--rr-slice-ms needs --realtime")),
         _ => None,
     };
+    // Above the workloads, so that the harness (and the reader threads it starts) can always
+    // read their reports and stop them, even where real-time throttling is off.
+    let _harness_priority = match cfg.realtime {
+        Some(p) => Some(affinity::RoundRobinThread::raise((p + 1).min(99))?),
+        None => None,
+    };
     let n = cfg.workloads.len();
     let pairs_per_placement = n * (n + 1) / 2;
     progress.start((n + pairs_per_placement * plan.placements.len()) as u64);
