@@ -261,13 +261,16 @@ fn read_topology(root: &Path) -> Result<Topology> {
 }
 
 fn size_text(bytes: Option<u64>) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
     match bytes {
         None => "-".into(),
-        Some(b) if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
-        Some(b) if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        Some(b) if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        Some(b) if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        Some(b) if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        Some(b) if b >= GIB && b % GIB == 0 => format!("{} GiB", b / GIB),
+        Some(b) if b >= GIB => format!("{:.1} GiB", b as f64 / GIB as f64),
+        Some(b) if b >= MIB && b % MIB == 0 => format!("{} MiB", b / MIB),
+        Some(b) if b >= MIB => format!("{:.1} MiB", b as f64 / MIB as f64),
+        Some(b) if b >= KIB && b % KIB == 0 => format!("{} KiB", b / KIB),
         Some(b) => format!("{b} B"),
     }
 }
@@ -1003,6 +1006,16 @@ mod tests {
         assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
         assert!(parse_size("12 parsecs").is_err());
         assert!(parse_size("MiB").is_err());
+    }
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(size_text(Some(48 << 10)), "48 KiB");
+        assert_eq!(size_text(Some(11 << 20)), "11 MiB");
+        assert_eq!(size_text(Some(57088 << 20)), "55.8 GiB");
+        assert_eq!(size_text(Some(64 << 30)), "64 GiB");
+        assert_eq!(size_text(Some(1000)), "1000 B");
+        assert_eq!(size_text(None), "-");
     }
 
     #[test]
