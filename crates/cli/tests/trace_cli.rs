@@ -409,3 +409,15 @@ fn profile_writes_a_usable_profile_and_reports_the_curves() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!d.join("x.toml").exists());
 }
+
+#[test]
+fn an_output_path_that_cannot_be_created_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("loop.log"), hand_log()).unwrap();
+    let o = smtsched(
+        d,
+        &["trace", "import", "loop.log", "-o", "no/such/dir/t.smtt"],
+    );
+    assert_bad_input(&o, &["cannot write no/such/dir/t.smtt"]);
+}

@@ -32,7 +32,7 @@ pub enum TraceError {
         #[source]
         source: std::io::Error,
     },
-    /// Writing the output failed (disk full, permissions): not the input's fault.
+    /// Writing the output failed: a bad output path (bad input), or a full disk (not).
     #[error("cannot write {path}: {source}")]
     Write {
         path: String,
@@ -61,7 +61,14 @@ impl TraceError {
     /// Whether the error is the user's input (exit code 2) rather than a failure of ours or of the
     /// machine (exit code 1). Only failing to write output is not bad input.
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, TraceError::Write { .. })
+        match self {
+            // A path the user named that cannot be created is theirs; a full disk is not.
+            TraceError::Write { source, .. } => matches!(
+                source.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+            ),
+            _ => true,
+        }
     }
 
     pub(crate) fn read(path: &Path, source: std::io::Error) -> Self {
