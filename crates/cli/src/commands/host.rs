@@ -854,7 +854,11 @@ fn pairs(a: PairsArgs) -> Result<()> {
         );
     }
     print_measurement(&cfg, &m, elapsed)?;
-    if let (Some(_), Some(q)) = (cfg.realtime, smtsched_host::affinity::rr_quantum_ms()) {
+    let slice_ms = cfg
+        .rr_slice_ms
+        .map(u64::from)
+        .or_else(smtsched_host::affinity::rr_quantum_ms);
+    if let (Some(_), Some(q)) = (cfg.realtime, slice_ms) {
         let shortest = m
             .solo
             .iter()
