@@ -903,12 +903,7 @@ fn write_outputs(a: &PairsArgs, m: &Measurement) -> Result<()> {
             files.push((per_placement(p, x.placement, several), pairs_csv(x)));
         }
         if let Some(p) = &a.svg {
-            let title = format!(
-                "Measured performance ratio, {} workloads, {} ({})",
-                x.workloads.len(),
-                x.placement,
-                x.machine
-            );
+            let title = format!("Measured PR, {}", x.placement);
             files.push((
                 per_placement(p, x.placement, several),
                 heatmap_svg(x, &title).map_err(anyhow::Error::msg)?,
