@@ -682,6 +682,11 @@ impl<'a> OsSim<'a> {
                 self.policy.tick(c, &view);
             }
         }
+        if self.policy.take_resched_request() {
+            for c in 0..self.cpus.len() {
+                self.cpus[c].need_resched |= self.online[c];
+            }
+        }
         if self.config.baseline == Baseline::Modern {
             self.balance();
         }

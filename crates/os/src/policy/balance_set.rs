@@ -315,7 +315,10 @@ impl BalanceSet {
             plan: None,
             current: Vec::new(),
             turn_started: 0,
-            turn_ticks: TURN_TICKS,
+            turn_ticks: std::env::var("SMTSCHED_TURN")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(TURN_TICKS),
             turns: 0,
         }
     }

@@ -12,6 +12,8 @@ pub struct Gangs {
     gangs: Vec<Vec<TaskId>>,
     current: usize,
     since_tick: u64,
+    /// The current gang changed since `take_changed` was last asked.
+    changed: bool,
 }
 
 impl Gangs {
@@ -20,6 +22,7 @@ impl Gangs {
             self.gangs = gangs;
             self.current = 0;
             self.since_tick = tick;
+            self.changed = true;
         }
     }
 
@@ -36,7 +39,13 @@ impl Gangs {
         if !can_run || view.tick >= self.since_tick + GANG_TICKS {
             self.current = (self.current + 1) % self.gangs.len();
             self.since_tick = view.tick;
+            self.changed = true;
         }
+    }
+
+    /// Whether the current gang changed since the last call.
+    pub fn take_changed(&mut self) -> bool {
+        std::mem::take(&mut self.changed)
     }
 
     /// Whether a member of the current gang is runnable with slice left.

@@ -73,6 +73,11 @@ pub struct SchedView {
 }
 
 impl SchedView {
+    /// The lowest-numbered logical CPU the OS uses: where once-per-tick policy work happens.
+    pub fn first_cpu(&self) -> CpuId {
+        self.online.iter().position(|&o| o).unwrap_or(0)
+    }
+
     /// The task on `cpu`'s first sibling.
     pub fn sibling_task(&self, cpu: CpuId) -> Option<TaskId> {
         self.siblings_of[cpu].iter().find_map(|&s| self.current[s])
@@ -183,6 +188,13 @@ pub trait Policy: Send {
     /// Whether `plan` needs the true PR of every pair of runnable tasks in the view (only the
     /// `optimal` ceiling does; nothing real can know them).
     fn needs_true_pairs(&self) -> bool {
+        false
+    }
+
+    /// Asked after every tick: should every CPU run `schedule()` now? (A policy that keeps CPUs
+    /// idle on purpose must wake them when it changes its mind; the baseline only reschedules on
+    /// slice ends, blocking and wake-ups.)
+    fn take_resched_request(&mut self) -> bool {
         false
     }
 

@@ -140,6 +140,11 @@ impl Policy for Optimal {
         PLAN_PERIOD_TICKS
     }
 
+    /// Lone turns halt a sibling, so every turn change must wake the package.
+    fn take_resched_request(&mut self) -> bool {
+        self.gangs.take_changed()
+    }
+
     fn plan(&mut self, view: &SchedView) {
         let runnable: Vec<TaskId> = (0..view.tasks.len())
             .filter(|&i| view.tasks[i].runnable)
@@ -157,7 +162,7 @@ impl Policy for Optimal {
     }
 
     fn tick(&mut self, cpu: CpuId, view: &SchedView) {
-        if cpu == 0 {
+        if cpu == view.first_cpu() {
             self.gangs.advance(view);
         }
     }

@@ -77,7 +77,7 @@ impl Policy for Plan {
         if let Some(t) = view.current[cpu] {
             *self.activity.entry(view.tasks[t].pid).or_default() += 1;
         }
-        if cpu == 0 {
+        if cpu == view.first_cpu() {
             self.gangs.advance(view);
         }
     }

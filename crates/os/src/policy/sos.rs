@@ -83,11 +83,11 @@ impl Policy for Sos {
                     self.scores[self.trying].0 += p;
                 }
             }
-            if cpu == 0 {
+            if cpu == view.first_cpu() {
                 self.scores[self.trying].1 += 1;
             }
         }
-        if cpu != 0 {
+        if cpu != view.first_cpu() {
             return;
         }
         if view.tick >= self.phase_end || self.candidates.is_empty() {
