@@ -67,6 +67,11 @@ pub enum Command {
     ///
     /// Example: smtsched cachemodel predict gzip-like art-like parser-like ammp-like --set topology.cores_per_package=1
     Cachemodel(crate::commands::cachemodel::CachemodelArgs),
+    /// The performance-ratio estimator: training windows, the least-squares fit (thesis Table 3.8),
+    /// validation on held-out workloads, other estimators, and an ablation over the schedulers.
+    ///
+    /// Example: smtsched train windows -w thesis-train -o train.csv && smtsched train fit train.csv -o model.toml
+    Train(crate::commands::train::TrainArgs),
 }
 
 #[derive(Args, Debug)]
@@ -183,7 +188,7 @@ pub struct BenchArgs {
     /// Machine preset or TOML file.
     #[arg(long, short = 'm', default_value = "northwood")]
     pub machine: String,
-    /// Two memory-active workloads to co-run on sibling threads.
+    /// Two memory-active workloads (profiles or trace files) to co-run on sibling threads.
     #[arg(long, default_value = "swim-like,mcf-like")]
     pub workloads: String,
     /// Instructions in each thread's window (the run simulates more: warm-up and overrun).

@@ -80,6 +80,9 @@ pub trait Oracle: Send + Sync {
     fn describe(&self) -> String;
 }
 
+/// A situation in canonical form: packages, their cores, each core's occupants.
+type SituationKey = Vec<Vec<Vec<Occupant>>>;
+
 /// Canonical form of a situation: cores of a package and packages of the machine are
 /// interchangeable, and so are the threads of a core. Returns the key and, for every CPU, the
 /// position of its occupant in the key's flattening.
@@ -103,7 +106,7 @@ fn canonical(
         for c in p.iter_mut() {
             c.sort();
         }
-        p.sort_by(|a, b| occupants(a).cmp(&occupants(b)));
+        p.sort_by_key(|c| occupants(c));
     }
     pk.sort_by(|a, b| {
         let ka: Vec<Vec<Occupant>> = a.iter().map(|c| occupants(c)).collect();
@@ -138,7 +141,7 @@ pub struct SimulatedOracle {
     proto: Protocol,
     llc_level: u8,
     line_bytes: u32,
-    memo: Mutex<HashMap<Vec<Vec<Vec<Occupant>>>, Vec<ThreadRate>>>,
+    memo: Mutex<HashMap<SituationKey, Vec<ThreadRate>>>,
     solo: Mutex<HashMap<Occupant, (f64, usize)>>,
 }
 
@@ -340,8 +343,9 @@ impl Oracle for SimulatedOracle {
     }
 }
 
-/// The measured backend: a PR matrix (sibling placement) gives the PR of each pair; threads
-/// alone run at PR 1; packages do not interact. Counter rates come from the file where it has
+/// The measured backend: a PR matrix gives the PR of each pair — of threads on sibling CPUs (a
+/// `siblings` matrix) or on separate cores (a `cores` matrix, as a machine without SMT gives);
+/// a thread without such a co-runner runs at PR 1; only pairs interact. Counter rates come from the file where it has
 /// them, otherwise they are zero (estimators then see no events — say so to the user).
 pub struct MeasuredOracle {
     machine: MachineModel,
@@ -358,11 +362,8 @@ impl MeasuredOracle {
         workloads: &[String],
     ) -> Result<Self, String> {
         matrix.validate().map_err(|e| e.to_string())?;
-        if matrix.placement != Placement::Siblings {
-            return Err(format!(
-                "the matrix was measured with placement {}, the oracle needs siblings",
-                matrix.placement
-            ));
+        if matrix.placement == Placement::Timeshare {
+            return Err("the matrix was measured time-shared on one CPU; the oracle needs threads that ran at once (siblings or cores)".into());
         }
         let index = workloads
             .iter()
@@ -392,7 +393,8 @@ impl MeasuredOracle {
             instructions: g("instructions"),
             l1i_misses: g("l1i_misses"),
             l1d_misses: g("l1d_misses"),
-            llc_misses: g("l2_misses").max(g("l3_misses")),
+            // Simulated matrices name the level; measured ones give the PMU's last-level event.
+            llc_misses: g("l2_misses").max(g("l3_misses")).max(g("llc_misses")),
             fp_ops: g("fp_ops"),
             loads: g("loads"),
             stores: g("stores"),
@@ -411,9 +413,14 @@ impl Oracle for MeasuredOracle {
                 .machine
                 .cpu_location(cpu as u32)
                 .expect("situation fits the machine");
+            // The co-runner the matrix describes: the task on a sibling of this core (a siblings
+            // matrix) or on another core (a cores matrix, e.g. from a machine without SMT).
+            let same_core = self.matrix.placement == Placement::Siblings;
             let sibling = situation.iter().enumerate().find_map(|(c2, o2)| {
                 let l2 = self.machine.cpu_location(c2 as u32)?;
-                (c2 != cpu && l2.core == loc.core).then_some(*o2).flatten()
+                (c2 != cpu && (l2.core == loc.core) == same_core)
+                    .then_some(*o2)
+                    .flatten()
             });
             let solo = &self.matrix.solo[me];
             let (pr, counters) = match sibling {

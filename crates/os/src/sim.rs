@@ -436,7 +436,7 @@ impl<'a> OsSim<'a> {
                 self.tick += 1;
                 next_tick += self.tick_cycles;
                 self.on_tick();
-                if plan_period > 0 && self.tick % plan_period == 0 {
+                if plan_period > 0 && self.tick.is_multiple_of(plan_period) {
                     let view = self.view(self.policy.needs_true_pairs());
                     self.policy.plan(&view);
                 }

@@ -104,7 +104,7 @@ impl TaskSetSpec {
                 }
             }
             if let Some(k) = &t.fork {
-                if k.children == 0 || !(k.child_seconds > 0.0) {
+                if k.children == 0 || k.child_seconds.is_nan() || k.child_seconds <= 0.0 {
                     return Err(format!(
                         "{}: children and child_seconds must be positive",
                         f("fork")

@@ -1,10 +1,10 @@
 //! `bench`: how fast the simulator runs on this host.
 
-use super::{json_out, machine, out};
+use super::{json_out, machine, out, workload};
 use crate::args::BenchArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
-use smtsched_model::{expand_workload_list, load_workload, Placement};
+use smtsched_model::{expand_workload_list, Placement};
 use smtsched_uarch::protocol::{placement_cpus, run_together};
 use smtsched_uarch::{Protocol, Window};
 
@@ -14,17 +14,21 @@ pub fn run(a: BenchArgs) -> Result<()> {
     if names.is_empty() {
         return Err(bad_input("--workloads names no workloads"));
     }
+    // Profiles or recorded traces, as everywhere else.
     let profiles = names
         .iter()
-        .map(|n| load_workload(n, &[]))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|n| workload(n))
+        .collect::<Result<Vec<_>>>()?;
     let cpus = if profiles.len() == 2 && m.topology.threads_per_core >= 2 {
         placement_cpus(&m, Placement::Siblings)?.to_vec()
     } else {
         (0..profiles.len() as u32).collect()
     };
-    let threads: Vec<(&dyn smtsched_uarch::Workload, u32)> =
-        profiles.iter().map(|p| p as &dyn smtsched_uarch::Workload).zip(cpus.iter().copied()).collect();
+    let threads: Vec<(&dyn smtsched_uarch::Workload, u32)> = profiles
+        .iter()
+        .map(|p| p.as_ref())
+        .zip(cpus.iter().copied())
+        .collect();
     let proto = Protocol {
         seed: 1,
         warmup_instructions: a.instructions / 2,

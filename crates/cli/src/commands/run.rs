@@ -109,7 +109,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             a.duration, a.stagger
         )));
     }
-    if !(a.hz > 0.0) {
+    if a.hz.is_nan() || a.hz <= 0.0 {
         return Err(bad_input(format!("--hz {}: must be positive", a.hz)));
     }
     if a.repeat == 0 {

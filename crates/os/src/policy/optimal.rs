@@ -65,54 +65,15 @@ pub fn best_schedule(
         })
         .collect();
     let aw: Vec<f64> = (0..n).map(|i| alone(tasks[i])).collect();
-    let mut deg = vec![2u8; n];
-    let mut turns: Vec<(usize, usize)> = Vec::new(); // (i, j), j == i for a lone turn
-    let mut best: (f64, Vec<(usize, usize)>) = (f64::NEG_INFINITY, Vec::new());
-    fn go(
-        n: usize,
-        pw: &[Vec<f64>],
-        aw: &[f64],
-        deg: &mut [u8],
-        turns: &mut Vec<(usize, usize)>,
-        sum: f64,
-        best: &mut (f64, Vec<(usize, usize)>),
-        last: Option<(usize, usize)>,
-    ) {
-        let Some(i) = (0..n).find(|&i| deg[i] > 0) else {
-            let mean = sum / turns.len() as f64;
-            if mean > best.0 {
-                *best = (mean, turns.clone());
-            }
-            return;
-        };
-        // Partners of i in non-decreasing order (i itself = alone), so each schedule is built once.
-        let start = match last {
-            Some((li, lj)) if li == i => lj,
-            _ => i,
-        };
-        for j in start..n {
-            if j != i && deg[j] == 0 {
-                continue;
-            }
-            if j != i && turns.iter().filter(|&&t| t == (i, j)).count() >= 2 {
-                continue;
-            }
-            let w = if j == i { aw[i] } else { pw[i][j] };
-            deg[i] -= 1;
-            if j != i {
-                deg[j] -= 1;
-            }
-            turns.push((i, j));
-            go(n, pw, aw, deg, turns, sum + w, best, Some((i, j)));
-            turns.pop();
-            deg[i] += 1;
-            if j != i {
-                deg[j] += 1;
-            }
-        }
-    }
-    go(n, &pw, &aw, &mut deg, &mut turns, 0.0, &mut best, None);
-    let (v, t) = best;
+    let mut search = Search {
+        pw,
+        aw,
+        deg: vec![2; n],
+        turns: Vec::new(),
+        best: (f64::NEG_INFINITY, Vec::new()),
+    };
+    search.go(0.0, None);
+    let (v, t) = search.best;
     Some((
         v,
         t.into_iter()
@@ -125,6 +86,55 @@ pub fn best_schedule(
             })
             .collect(),
     ))
+}
+
+/// The exhaustive search of [`best_schedule`], over task indices.
+struct Search {
+    /// Weights of pairs and of lone turns.
+    pw: Vec<Vec<f64>>,
+    aw: Vec<f64>,
+    /// Turns each task still needs.
+    deg: Vec<u8>,
+    /// Turns so far: (i, j), with j == i for a lone turn.
+    turns: Vec<(usize, usize)>,
+    best: (f64, Vec<(usize, usize)>),
+}
+
+impl Search {
+    fn go(&mut self, sum: f64, last: Option<(usize, usize)>) {
+        let n = self.deg.len();
+        let Some(i) = (0..n).find(|&i| self.deg[i] > 0) else {
+            let mean = sum / self.turns.len() as f64;
+            if mean > self.best.0 {
+                self.best = (mean, self.turns.clone());
+            }
+            return;
+        };
+        // Partners of i in non-decreasing order (i itself = alone), so each schedule is built once.
+        let start = match last {
+            Some((li, lj)) if li == i => lj,
+            _ => i,
+        };
+        for j in start..n {
+            if j != i
+                && (self.deg[j] == 0 || self.turns.iter().filter(|&&t| t == (i, j)).count() >= 2)
+            {
+                continue;
+            }
+            let w = if j == i { self.aw[i] } else { self.pw[i][j] };
+            self.deg[i] -= 1;
+            if j != i {
+                self.deg[j] -= 1;
+            }
+            self.turns.push((i, j));
+            self.go(sum + w, Some((i, j)));
+            self.turns.pop();
+            self.deg[i] += 1;
+            if j != i {
+                self.deg[j] += 1;
+            }
+        }
+    }
 }
 
 impl Policy for Optimal {
