@@ -67,6 +67,11 @@ pub enum Command {
     ///
     /// Example: smtsched cachemodel predict gzip-like art-like parser-like ammp-like --set topology.cores_per_package=1
     Cachemodel(crate::commands::cachemodel::CachemodelArgs),
+    /// The performance-ratio estimator: training windows, the least-squares fit (thesis Table 3.8),
+    /// validation on held-out workloads, other estimators, and an ablation over the schedulers.
+    ///
+    /// Example: smtsched train windows -w thesis-train -o train.csv && smtsched train fit train.csv -o model.toml
+    Train(crate::commands::train::TrainArgs),
 }
 
 #[derive(Args, Debug)]

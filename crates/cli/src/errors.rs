@@ -25,10 +25,18 @@ pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
 
 pub fn exit_code(e: &anyhow::Error) -> i32 {
     let bad = e.chain().any(|c| {
-        c.is::<BadInput>() || c.is::<ModelError>() || c.is::<ProtocolError>() || c.is::<PlanError>()
-            || c.downcast_ref::<smtsched_host::HostError>().is_some_and(|h| h.is_bad_input())
-            || c.downcast_ref::<smtsched_trace::TraceError>().is_some_and(|t| t.is_bad_input())
-            || c.downcast_ref::<smtsched_cachemodel::error::CacheModelError>().is_some_and(|e| e.is_bad_input())
+        c.is::<BadInput>()
+            || c.is::<ModelError>()
+            || c.is::<ProtocolError>()
+            || c.is::<PlanError>()
+            || c.downcast_ref::<smtsched_host::HostError>()
+                .is_some_and(|h| h.is_bad_input())
+            || c.downcast_ref::<smtsched_trace::TraceError>()
+                .is_some_and(|t| t.is_bad_input())
+            || c.downcast_ref::<smtsched_cachemodel::error::CacheModelError>()
+                .is_some_and(|e| e.is_bad_input())
+            || c.downcast_ref::<smtsched_estimate::EstimateError>()
+                .is_some_and(|e| e.is_bad_input())
     });
     if bad {
         EXIT_BAD_INPUT
@@ -38,8 +46,10 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
 }
 
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error and its causes on one line.

@@ -191,7 +191,10 @@ pub fn train(
 }
 
 fn p_text(p: f64) -> String {
-    if p < 1e-4 {
+    if p == 0.0 {
+        // Below the smallest f64: t is far out in the tail.
+        "<1e-308".into()
+    } else if p < 1e-4 {
         format!("{p:.1e}")
     } else {
         format!("{p:.4}")
@@ -286,4 +289,44 @@ pub fn report(tr: &Trained) -> String {
         }
     }
     out
+}
+
+/// The model's estimate for every window, in floating point and in the kernel's fixed point.
+/// Windows lacking a feature the model uses are an error naming it.
+pub fn predict(
+    model: &LinearModel,
+    set: &WindowSet,
+    file: &str,
+) -> Result<(Vec<f64>, Vec<f64>), EstimateError> {
+    let features: Vec<String> = model.terms.iter().map(|t| t.feature.clone()).collect();
+    for f in &features {
+        if feature_slot(f).is_none() {
+            return Err(EstimateError::UnknownFeature {
+                name: f.clone(),
+                events: EVENTS.join(", "),
+            });
+        }
+    }
+    if !features.is_empty() {
+        design(set, &features, file)?;
+    } else if set.rows.is_empty() {
+        return Err(EstimateError::Empty(format!("{file} has no windows")));
+    }
+    let float = set
+        .rows
+        .iter()
+        .map(|w| {
+            let (s, b) = w.epc();
+            model.estimate(&s, &b)
+        })
+        .collect();
+    let fixed = set
+        .rows
+        .iter()
+        .map(|w| {
+            let (s, b) = w.epc();
+            model.estimate_fixed(&s, &b)
+        })
+        .collect();
+    Ok((float, fixed))
 }

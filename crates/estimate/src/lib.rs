@@ -8,8 +8,10 @@ pub mod windows;
 
 pub use error::EstimateError;
 pub use windows::{WindowRecord, WindowSet};
+pub mod compare;
 pub mod fit;
 pub mod gbt;
 pub mod linalg;
 pub mod ols;
+pub mod samples;
 pub mod validate;

@@ -10,6 +10,7 @@ mod reproduce;
 mod run;
 mod solo;
 pub mod trace;
+pub mod train;
 
 use crate::args::{Command, SimArgs};
 use crate::errors::bad_input;
@@ -33,6 +34,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Host(a) => host::run_host(a),
         Command::Measure(a) => host::run_measure(a),
         Command::Cachemodel(a) => cachemodel::run(a),
+        Command::Train(a) => train::run(a),
     }
 }
 

@@ -1,0 +1,404 @@
+//! `smtsched train`: the real binary in a fresh temporary directory, on small runs.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn smtsched(dir: &Path, args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    eprintln!(
+        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        dir.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// Bad input: exit code 2 and exactly one line on stderr that contains every `needle`.
+fn assert_bad_input(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(o);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+    for n in needles {
+        assert!(err.contains(n), "{err:?} should mention {n:?}");
+    }
+}
+
+const SMALL: &[&str] = &[
+    "--instructions",
+    "100000",
+    "--warmup",
+    "20000",
+    "--windows",
+    "10",
+    "--runs",
+    "2",
+];
+
+fn small_windows(dir: &Path, workloads: &str, out: &str, threads: &str) -> Output {
+    let mut args = vec![
+        "train",
+        "windows",
+        "-w",
+        workloads,
+        "-o",
+        out,
+        "--threads",
+        threads,
+    ];
+    args.extend_from_slice(SMALL);
+    smtsched(dir, &args)
+}
+
+#[test]
+fn windows_fit_validate_and_the_model_loads_where_policies_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = small_windows(d, "gzip-like,mcf-like,swim-like,vortex-like", "w.csv", "2");
+    assert!(o.status.success());
+    assert!(
+        stdout(&o).contains("240 windows of 4 subjects"),
+        "{}",
+        stdout(&o)
+    );
+    let csv = std::fs::read_to_string(d.join("w.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(rows[0].starts_with(
+        "subject,background,run,window,instructions,solo_cycles,corun_cycles,pr,instructions_subj,"
+    ));
+    // 4 subjects × 3 backgrounds × 2 runs × 10 windows.
+    assert_eq!(rows.len(), 1 + 240);
+    for r in &rows[1..] {
+        let cells: Vec<&str> = r.split(',').collect();
+        let pr: f64 = cells[7].parse().unwrap();
+        assert!(pr > 0.05 && pr < 1.5, "{r}");
+        // Each window holds a tenth of the 100,000 instructions.
+        assert_eq!(cells[4], "10000");
+    }
+    // The same windows on one host thread.
+    let o = small_windows(d, "gzip-like,mcf-like,swim-like,vortex-like", "w1.csv", "1");
+    assert!(o.status.success());
+    assert_eq!(std::fs::read(d.join("w1.csv")).unwrap(), csv.as_bytes());
+
+    let o = smtsched(d, &["train", "fit", "w.csv", "-o", "m.toml"]);
+    assert!(o.status.success());
+    let s = stdout(&o);
+    for needle in [
+        "R² =",
+        "coefficient",
+        "std error",
+        "p-value",
+        "mean /1000 cyc",
+        "importance",
+        "LLC-subj",
+        "Feature selection at p > 0.05",
+    ] {
+        assert!(s.contains(needle), "{needle}: {s}");
+    }
+    let toml_text = std::fs::read_to_string(d.join("m.toml")).unwrap();
+    assert!(toml_text.contains("r_squared") && toml_text.contains("[[terms]]"));
+    // JSON too, with every feature kept.
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "fit",
+            "w.csv",
+            "--alpha",
+            "none",
+            "--features",
+            "all",
+            "-o",
+            "m.json",
+        ],
+    );
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("Feature selection: off"));
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("m.json")).unwrap()).unwrap();
+    assert_eq!(m["terms"].as_array().unwrap().len(), 16);
+
+    // The policies load both files.
+    for model in ["m.toml", "m.json"] {
+        let o = smtsched(
+            d,
+            &[
+                "run",
+                "--tasks",
+                "gzip-like,mcf-like,swim-like",
+                "--cpus",
+                "2-3",
+                "--policies",
+                "tryhard,fair",
+                "--duration",
+                "20",
+                "--stagger",
+                "1",
+                "--model",
+                model,
+            ],
+        );
+        assert!(o.status.success(), "{model}");
+    }
+
+    let o = smtsched(
+        d,
+        &[
+            "train", "validate", "w.csv", "--model", "m.toml", "--svg", "s.svg", "--csv", "e.csv",
+        ],
+    );
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(
+        s.contains("correlation r =") && s.contains("troughs") && s.contains("By pair"),
+        "{s}"
+    );
+    let svg = std::fs::read_to_string(d.join("s.svg")).unwrap();
+    assert!(svg.starts_with("<svg") && svg.matches("<circle").count() >= 240);
+    // The kernel's fixed point stays within 0.002 of floating point on every window.
+    let e = std::fs::read_to_string(d.join("e.csv")).unwrap();
+    let mut n = 0;
+    for line in e.lines().skip(1) {
+        let c: Vec<f64> = line
+            .split(',')
+            .skip(4)
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert!((c[1] - c[2]).abs() <= 0.002, "{line}");
+        n += 1;
+    }
+    assert_eq!(n, 240);
+    let o = smtsched(d, &["train", "validate", "w.csv", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["fixed_point_max_difference"].as_f64().unwrap() <= 0.002);
+    assert_eq!(v["validation"]["n"], 240);
+
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "compare",
+            "w.csv",
+            "w.csv",
+            "--trees",
+            "20",
+            "--svg-dir",
+            "plots",
+        ],
+    );
+    assert!(o.status.success());
+    let s = stdout(&o);
+    for needle in [
+        "thesis Table 3.8 model",
+        "least squares, thesis features",
+        "boosted trees, all features",
+    ] {
+        assert!(s.contains(needle), "{needle}: {s}");
+    }
+    assert_eq!(std::fs::read_dir(d.join("plots")).unwrap().count(), 5);
+}
+
+#[test]
+fn windows_from_measured_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("s.csv"),
+        "subject,background,run,thread,cycles,instructions,llc_misses\n\
+         a,,0,subj,0,0,0\na,,0,subj,1000,1000,4\n\
+         a,b,0,subj,0,0,0\na,b,0,subj,4000,1000,8\n\
+         a,b,0,back,0,0,0\na,b,0,back,4000,2000,40\n",
+    )
+    .unwrap();
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "windows",
+            "--samples",
+            "s.csv",
+            "--windows",
+            "2",
+            "-o",
+            "w.csv",
+        ],
+    );
+    assert!(o.status.success());
+    let csv = std::fs::read_to_string(d.join("w.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 3);
+    // Each window: 500 instructions, 500 cycles alone, 2000 beside b: PR 0.25.
+    assert!(
+        rows[1].starts_with("a,b,0,0,500,500,2000,0.25,0.25,,,0.002,"),
+        "{}",
+        rows[1]
+    );
+    // A fit on features the file lacks names them.
+    let o = smtsched(d, &["train", "fit", "w.csv"]);
+    assert_bad_input(&o, &["w.csv", "missing column(s)", "l1i_misses_subj"]);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A features file with missing columns.
+    std::fs::write(d.join("cols.csv"), "subject,window,pr\nx,0,0.5\n").unwrap();
+    let o = smtsched(d, &["train", "fit", "cols.csv"]);
+    assert_bad_input(&o, &["cols.csv", "missing column(s) background"]);
+    // An empty training set.
+    std::fs::write(
+        d.join("empty.csv"),
+        "subject,background,pr,instructions_subj\n",
+    )
+    .unwrap();
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "fit",
+            "empty.csv",
+            "--features",
+            "instructions_subj",
+        ],
+    );
+    assert_bad_input(&o, &["empty training set", "empty.csv has no windows"]);
+    std::fs::write(d.join("nothing.csv"), "").unwrap();
+    let o = smtsched(d, &["train", "fit", "nothing.csv"]);
+    assert_bad_input(&o, &["empty training set"]);
+    // A singular design matrix: one feature is twice another.
+    let mut text = String::from("subject,background,pr,fp_ops_subj,fp_ops_back,loads_subj\n");
+    for i in 0..10 {
+        text.push_str(&format!(
+            "x,y,{},{},{},3\n",
+            0.5 + 0.01 * i as f64,
+            i,
+            2 * i
+        ));
+    }
+    std::fs::write(d.join("sing.csv"), text).unwrap();
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "fit",
+            "sing.csv",
+            "--features",
+            "fp_ops_subj,fp_ops_back",
+        ],
+    );
+    assert_bad_input(
+        &o,
+        &[
+            "singular design matrix",
+            "fp_ops_back",
+            "linear combination",
+        ],
+    );
+    // A constant feature is singular with the intercept.
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "fit",
+            "sing.csv",
+            "--features",
+            "fp_ops_subj,loads_subj",
+        ],
+    );
+    assert_bad_input(
+        &o,
+        &[
+            "singular design matrix",
+            "loads_subj is the same (3) in every window",
+        ],
+    );
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "fit",
+            "sing.csv",
+            "--features",
+            "instructions_subj",
+        ],
+    );
+    assert_bad_input(&o, &["missing column(s) instructions_subj"]);
+    // A cell that is not a number names file, line and column.
+    std::fs::write(
+        d.join("bad.csv"),
+        "subject,background,pr\nx,y,0.5\nx,y,lots\n",
+    )
+    .unwrap();
+    let o = smtsched(d, &["train", "fit", "bad.csv"]);
+    assert_bad_input(
+        &o,
+        &["bad.csv, line 3, column pr", "\"lots\" is not a number"],
+    );
+    // Unknown features, options and files.
+    let o = smtsched(
+        d,
+        &["train", "fit", "sing.csv", "--features", "tlb_misses_subj"],
+    );
+    assert_bad_input(&o, &["unknown feature \"tlb_misses_subj\""]);
+    let o = smtsched(d, &["train", "fit", "sing.csv", "--alpha", "2"]);
+    assert_bad_input(&o, &["--alpha 2"]);
+    let o = smtsched(d, &["train", "fit", "no-such.csv"]);
+    assert_bad_input(&o, &["no-such.csv"]);
+    let o = smtsched(
+        d,
+        &["train", "validate", "sing.csv", "--model", "no-model.toml"],
+    );
+    assert_bad_input(&o, &["--model no-model.toml"]);
+    let o = smtsched(d, &["train", "windows", "-w", "gzip-like", "-o", "x.csv"]);
+    assert_bad_input(&o, &["at least two workloads"]);
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "windows",
+            "-w",
+            "gzip-like,mcf-like",
+            "--windows",
+            "0",
+        ],
+    );
+    assert_bad_input(&o, &["--windows 0"]);
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "windows",
+            "-w",
+            "gzip-like,mcf-like",
+            "--machine",
+            "no-such-machine",
+        ],
+    );
+    assert_bad_input(&o, &["no-such-machine"]);
+    std::fs::write(d.join("s.csv"), "subject,run\n").unwrap();
+    let o = smtsched(d, &["train", "windows", "--samples", "s.csv"]);
+    assert_bad_input(
+        &o,
+        &[
+            "s.csv",
+            "missing column(s) background, thread, cycles, instructions",
+        ],
+    );
+    // Nothing was written by the failures.
+    assert!(!d.join("x.csv").exists());
+}
