@@ -190,6 +190,8 @@ pub struct OsSim<'a> {
     run_cycles: Vec<f64>,
     solo_seconds: Vec<f64>,
     phase_cycles: Vec<Vec<f64>>,
+    /// Statistics of exited tasks whose slots were reused: (bench, switches in, migrations, cycles).
+    exited: Vec<(usize, u64, u64, f64)>,
 }
 
 impl<'a> OsSim<'a> {
@@ -259,6 +261,7 @@ impl<'a> OsSim<'a> {
             run_cycles,
             solo_seconds,
             phase_cycles,
+            exited: Vec::new(),
             config,
         };
         // Warm the oracle with every situation of up to one task per CPU of a core.
@@ -321,9 +324,8 @@ impl<'a> OsSim<'a> {
                 .collect(),
             _ => self.online.clone(),
         };
-        let id = self.tasks.len();
         let phase_left = self.phase_cycles[bench][0];
-        self.tasks.push(Task {
+        let task = Task {
             bench,
             name: spec.display_name(),
             pid,
@@ -350,8 +352,24 @@ impl<'a> OsSim<'a> {
             migrations: 0,
             ipc_average: 0.0,
             pr_estimate: None,
-        });
-        id
+        };
+        // The slot of an exited task (no longer on a CPU) is reused, so a family that forks
+        // thousands of children keeps the task table small; its statistics are kept aside.
+        match (0..self.tasks.len())
+            .find(|&t| self.tasks[t].state == State::Exited && self.tasks[t].running_on.is_none())
+        {
+            Some(slot) => {
+                let old = &self.tasks[slot];
+                self.exited
+                    .push((old.bench, old.switches_in, old.migrations, old.cpu_cycles));
+                self.tasks[slot] = task;
+                slot
+            }
+            None => {
+                self.tasks.push(task);
+                self.tasks.len() - 1
+            }
+        }
     }
 
     fn next_block(&mut self, bench: usize) -> f64 {
@@ -447,12 +465,13 @@ impl<'a> OsSim<'a> {
                 }
             }
         }
-        self.metrics.finish(
+        let mut stats = std::mem::take(&mut self.exited);
+        stats.extend(
             self.tasks
                 .iter()
-                .map(|t| (t.bench, t.switches_in, t.migrations, t.cpu_cycles))
-                .collect(),
+                .map(|t| (t.bench, t.switches_in, t.migrations, t.cpu_cycles)),
         );
+        self.metrics.finish(stats);
         self.metrics
     }
 
