@@ -293,3 +293,31 @@ fn estimating_every_tick_costs_what_it_is_told() {
         "{free} vs {paid}"
     );
 }
+
+#[test]
+fn a_forking_family_alone_runs_at_full_speed_and_counts_its_runs() {
+    // A `make` forking 20 children of 0.1 s one after another: one run = 2 s of work alone. On a
+    // CPU of its own it finishes a run every ~2 s (plus fork and switch costs), so its PR is ~1.
+    let m = northwood();
+    let mx = matrix(&["cc"], &|_, _| 0.5);
+    let mut t = task("cc", 0);
+    t.fork = Some(smtsched_os::taskset::ForkSpec {
+        children: 20,
+        child_seconds: 0.1,
+    });
+    let set = TaskSetSpec {
+        name: "t".into(),
+        tasks: vec![t],
+    };
+    let r = run(
+        &m,
+        &mx,
+        &set,
+        PolicyName::Naive,
+        config(Baseline::Linux24, 60.0, "2", 1),
+    );
+    let b = &r.per_bench[0];
+    assert!(b.runs >= 25 && b.runs <= 30, "{} runs in 59 s", b.runs);
+    assert!(b.pr.unwrap() > 0.97 && b.pr.unwrap() <= 1.0, "{:?}", b.pr);
+    assert!(r.forks >= 20 * b.runs as u64);
+}
