@@ -155,6 +155,22 @@ fn windows_fit_validate_and_the_model_loads_where_policies_run() {
         assert!(o.status.success(), "{model}");
     }
 
+    // …and so does `reproduce`.
+    let o = smtsched(
+        d,
+        &[
+            "reproduce",
+            "thesis-set-a",
+            "--duration",
+            "20",
+            "--repetitions",
+            "1",
+            "--model",
+            "m.toml",
+        ],
+    );
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("tryhard"));
     let o = smtsched(
         d,
         &[
@@ -357,6 +373,8 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_bad_input(&o, &["unknown feature \"tlb_misses_subj\""]);
     let o = smtsched(d, &["train", "fit", "sing.csv", "--alpha", "2"]);
     assert_bad_input(&o, &["--alpha 2"]);
+    let o = smtsched(d, &["train", "validate", "sing.csv", "--model", "perfect"]);
+    assert_bad_input(&o, &["--model perfect"]);
     let o = smtsched(d, &["train", "fit", "no-such.csv"]);
     assert_bad_input(&o, &["no-such.csv"]);
     let o = smtsched(
