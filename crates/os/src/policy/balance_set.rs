@@ -39,8 +39,13 @@ use std::collections::BTreeMap;
 /// (each thread with the best partners it can have), as the paper's §5 proposes.
 pub const MAX_ENUMERATED_GROUPS: u64 = 2_000_000;
 
-/// Ticks each chosen group runs: one Linux 2.4 time slice at nice 0 (60 ms at HZ = 100).
-pub const TURN_TICKS: u64 = 6;
+/// Ticks each chosen group runs. Goodness cannot preempt a running thread, so when a turn
+/// begins the previous group's threads keep their contexts until their slices run out — up to
+/// twice NICE_TO_TICKS(0) = 12 ticks, the most a Linux 2.4 counter carries. A turn of those
+/// 12 ticks plus one slice of 6 gives every member at least a full slice of its own turn.
+/// (Measured on the 18-thread mix at 48 KB: turns of 6 ticks keep about half of the emulated
+/// gain, 18 and 60 ticks nearly all of it; see the README.)
+pub const TURN_TICKS: u64 = 18;
 
 /// A group of threads (indices into the thread list the candidates were built from) and its
 /// estimated miss ratio.
@@ -424,6 +429,14 @@ impl Policy for BalanceSet {
             return g.stock();
         }
         if self.current.contains(&task) {
+            // A member keeps its context: another member does not take it over when its slice
+            // ends (that forces a new epoch instead, and it carries on).
+            let holder = view.current.get(cpu).copied().flatten();
+            if let Some(h) = holder.filter(|&h| h != task && self.current.contains(&h)) {
+                if view.tasks.get(h).is_some_and(|v| v.runnable) {
+                    return 0;
+                }
+            }
             return g.stock() + GANG_BONUS;
         }
         let member_available = self.current.iter().any(|&m| {

@@ -3,10 +3,13 @@
 //! cache intensity (last-level-cache misses per instruction alone) and spread over the machine's
 //! cache domains so that every domain gets a similar total: the sorted list is dealt out in a
 //! snake (domain 0, 1, …, D−1, then D−1, …, 0, …), which puts the most intensive thread beside the
-//! least intensive ones. The assignment is recomputed whenever the set of runnable threads
-//! changes, and enforced through goodness (a thread is strongly preferred by the CPUs of its
-//! domain) and through wake-up placement (an idle CPU of its domain first). On a machine with one
-//! cache domain it changes nothing.
+//! least intensive ones. The assignment covers the runnable threads and those yet to start, and is
+//! recomputed whenever that set changes; and enforced through goodness (a thread is strongly preferred by the CPUs of its
+//! domain; away from it, it runs only when nothing at home can, and a CPU then prefers a
+//! different away thread to the one it just ran, so that threads placed before the assignment
+//! existed drift home) and through wake-up placement (an idle CPU of its domain first). A thread
+//! moves only when its CPU reschedules: with no more threads than contexts, one started in the
+//! wrong domain stays there. On a machine with one cache domain it changes nothing.
 
 use super::{CpuId, Goodness, Policy, SchedView, TaskId, GANG_BONUS};
 use std::collections::BTreeMap;
@@ -63,8 +66,10 @@ impl Di {
     }
 
     fn assign(&mut self, view: &SchedView) {
+        // The threads to place: the runnable ones and those yet to start (a task set's tasks exist,
+        // blocked, before their staggered start), so the assignment is made once for the set.
         let runnable: Vec<TaskId> = (0..view.tasks.len())
-            .filter(|&t| view.tasks[t].runnable)
+            .filter(|&t| view.tasks[t].runnable || view.tasks[t].ticks_run == 0)
             .collect();
         if runnable == self.runnable && !self.home.is_empty() {
             return;
@@ -121,7 +126,16 @@ impl Policy for Di {
     fn goodness(&mut self, task: TaskId, cpu: CpuId, g: Goodness, view: &SchedView) -> i64 {
         match self.home.get(&task) {
             Some(&h) if h == self.domain(cpu, view) => g.stock() + GANG_BONUS,
-            _ => g.stock(),
+            // Away from home: run only if nothing at home can, and rather not the same thread
+            // again, so that a thread stuck in the wrong domain gets free to move.
+            Some(_) => {
+                if g.same_cpu {
+                    1
+                } else {
+                    2
+                }
+            }
+            None => g.stock(),
         }
     }
 }
