@@ -299,6 +299,22 @@ fn workload_names(spec: &str) -> Vec<String> {
     names
 }
 
+/// A progress bar on stderr when it is a terminal.
+fn progress_bar(len: u64, unit: &str) -> Result<ProgressBar> {
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{msg}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{elapsed}} elapsed, ~{{eta}} left"
+        ))?
+        .progress_chars("=> "),
+    );
+    Ok(bar)
+}
+
 fn simulated_windows(a: &WindowsArgs) -> Result<WindowSet> {
     let m = machine(&a.machine, &a.set)?;
     let names = workload_names(&a.workloads);
@@ -320,18 +336,7 @@ fn simulated_windows(a: &WindowsArgs) -> Result<WindowSet> {
         sample_cycles: a.sample_cycles,
     };
     proto.check()?;
-    let runs = run_count(refs.len(), a.runs);
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(Some(runs as u64), ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{msg} [{bar:40}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left",
-        )?
-        .progress_chars("=> "),
-    );
+    let bar = progress_bar(run_count(refs.len(), a.runs) as u64, "runs")?;
     bar.set_message(format!("windows on {}", m.name));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(a.threads.unwrap_or(0))
@@ -509,12 +514,15 @@ fn ablation(a: AblationArgs) -> Result<()> {
         "perfect",
     ]);
     let mut json = Vec::new();
-    for name in a
+    let names: Vec<&str> = a
         .experiments
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-    {
+        .collect();
+    let bar = progress_bar((names.len() * estimators.len()) as u64, "simulations")?;
+    bar.set_message("ablation");
+    for name in names {
         let e = load_experiment(name)?;
         if e.kind != ExperimentKind::Policies {
             return Err(bad_input(format!(
@@ -551,6 +559,7 @@ fn ablation(a: AblationArgs) -> Result<()> {
             cfg.estimator = est.clone();
             let results =
                 simulate(&m, orc.as_ref(), &set, &policies, reps, &cfg).map_err(bad_input)?;
+            bar.inc(1);
             by_est.push((label, results));
         }
         for (k, p) in policies.iter().enumerate() {
@@ -573,6 +582,7 @@ fn ablation(a: AblationArgs) -> Result<()> {
             }));
         }
     }
+    bar.finish_and_clear();
     if a.json {
         return json_out(&serde_json::json!({"trained_model": trained.name, "results": json}));
     }
