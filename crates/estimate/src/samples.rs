@@ -155,11 +155,7 @@ pub fn parse_samples(text: &str, file: &str) -> Result<SampleFile, EstimateError
     Ok(out)
 }
 
-fn series(
-    samples: &[Sample],
-    file: &str,
-    what: &str,
-) -> Result<Series, EstimateError> {
+fn series(samples: &[Sample], file: &str, what: &str) -> Result<Series, EstimateError> {
     let mut v = samples.to_vec();
     v.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.2.cmp(&b.2)));
     let mut s = Series::default();
