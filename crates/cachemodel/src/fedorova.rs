@@ -595,7 +595,8 @@ fn sample_timeline(
 
 /// One L2 size: the machine and the thread models on it.
 struct SizeCtx {
-    bytes: u64,
+    /// The L2 size set for this run (`None`: the machine as given).
+    bytes: Option<u64>,
     m: MachineModel,
     models: Vec<ThreadModel>,
     geom: Geometry,
@@ -801,7 +802,10 @@ pub struct EstimatorError {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct SizeResult {
-    pub l2_bytes: u64,
+    /// The L2 size of the run (`None`: the machine as given).
+    pub l2_bytes: Option<u64>,
+    /// A label for it: "48 KB", or the machine's last-level cache.
+    pub label: String,
     pub policies: Vec<PolicyResult>,
     pub estimator_errors: Vec<EstimatorError>,
     pub groups_validated: usize,
@@ -817,12 +821,15 @@ fn share_of(r: &Metrics, threads: usize) -> Vec<f64> {
         .collect()
 }
 
-fn sizes_of(e: &Experiment) -> Vec<u64> {
+fn sizes_of(e: &Experiment) -> Vec<Option<u64>> {
     if e.cmt.l2_sizes.is_empty() {
         vec![49152, 98304, 196608, 393216]
     } else {
         e.cmt.l2_sizes.clone()
     }
+    .into_iter()
+    .map(Some)
+    .collect()
 }
 
 /// Thread models at every L2 size (histograms collected once).
@@ -830,6 +837,7 @@ fn size_contexts(
     e: &Experiment,
     mix: &Mix,
     seed: u64,
+    sizes: &[Option<u64>],
     progress: Progress<'_>,
 ) -> Result<Vec<SizeCtx>, CacheModelError> {
     let window = window_of(e);
@@ -852,11 +860,15 @@ fn size_contexts(
         ws.len()
     ));
     let profiles = collect_profiles(&ws, Geometry::of(&base).line_bytes, &opts);
-    sizes_of(e)
-        .into_iter()
-        .map(|bytes| {
-            let m = machine_with(e, &[format!("cache.L2.size_bytes={bytes}")])?;
-            progress(&format!("solo runs at L2 {} KB", bytes / 1024));
+    sizes
+        .iter()
+        .map(|&bytes| {
+            let extra: Vec<String> = bytes
+                .map(|b| format!("cache.L2.size_bytes={b}"))
+                .into_iter()
+                .collect();
+            let m = machine_with(e, &extra)?;
+            progress(&format!("solo runs on {}", size_label(bytes, &m)));
             let models = models_from(&m, &ws, &profiles, &opts)?;
             Ok(SizeCtx {
                 bytes,
@@ -866,6 +878,29 @@ fn size_contexts(
             })
         })
         .collect()
+}
+
+/// "48 KB" for a swept L2, else the machine's last-level cache.
+fn size_label(bytes: Option<u64>, m: &MachineModel) -> String {
+    match bytes {
+        Some(b) => format!("{} KB", b / 1024),
+        None => {
+            let g = Geometry::of(m);
+            format!(
+                "L{} {} KB",
+                g.llc_level,
+                g.llc_lines as u64 * g.line_bytes as u64 / 1024
+            )
+        }
+    }
+}
+
+fn llc_misses(c: &smtsched_uarch::ThreadCounters, level: u8) -> u64 {
+    match level {
+        1 => c.l1d_misses,
+        2 => c.l2_misses,
+        _ => c.l3_misses,
+    }
 }
 
 fn analytic_error(ctx: &SizeCtx, done: &BTreeMap<Situation, Measured>) -> f64 {
@@ -896,13 +931,14 @@ fn run_size(
     ctx: &SizeCtx,
     mix: &Mix,
     seed: u64,
+    policies: &[PolicyName],
     balance: bool,
     progress: Progress<'_>,
 ) -> Result<SizeResult, CacheModelError> {
     let window = window_of(e);
     let n = mix.threads.len();
     let contexts = ctx.m.logical_cpus() as usize;
-    let kb = ctx.bytes / 1024;
+    let label = size_label(ctx.bytes, &ctx.m);
     // AVG's per-thread term: each thread's miss ratio in its share of the L2.
     let values: Vec<f64> = ctx
         .models
@@ -915,18 +951,14 @@ fn run_size(
             .map(|i| {
                 (
                     mix.label(i),
-                    1000.0 * ctx.models[i].solo.l2_misses as f64
+                    1000.0 * llc_misses(&ctx.models[i].solo, ctx.geom.llc_level) as f64
                         / ctx.models[i].solo.instructions.max(1) as f64,
                 )
             })
             .collect(),
         domain_of_cpu: crate::analytic::llc_domains(&ctx.m),
     };
-    let mut policies: Vec<PolicyName> = vec![PolicyName::Naive];
-    if balance {
-        policies.extend([PolicyName::BalanceSetPerf, PolicyName::BalanceSetFair]);
-    }
-    progress(&format!("L2 {kb} KB: OS simulator runs"));
+    progress(&format!("{label}: OS simulator runs"));
     let runs: Vec<OsRun> = policies
         .par_iter()
         .map(|&p| os_run(e, ctx, mix, p, &inputs, seed))
@@ -954,7 +986,7 @@ fn run_size(
         wanted.extend(s.iter().map(|&g| group_situation(g)));
     }
     progress(&format!(
-        "L2 {kb} KB: simulating {} distinct situations",
+        "{label}: simulating {} distinct situations",
         wanted.len()
     ));
     let (done, secs) = simulate_all(ctx, mix, &wanted, seed, window)?;
@@ -1072,6 +1104,7 @@ fn run_size(
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     Ok(SizeResult {
         l2_bytes: ctx.bytes,
+        label: size_label(ctx.bytes, &ctx.m),
         policies: results,
         estimator_errors: errs
             .iter()
@@ -1095,10 +1128,10 @@ fn l2(
     progress: Progress<'_>,
 ) -> Result<String, CacheModelError> {
     let mix = Mix::of(e)?;
-    let ctxs = size_contexts(e, &mix, seed, progress)?;
+    let ctxs = size_contexts(e, &mix, seed, &sizes_of(e), progress)?;
     let sizes: Vec<SizeResult> = ctxs
         .iter()
-        .map(|c| run_size(e, c, &mix, seed, false, progress))
+        .map(|c| run_size(e, c, &mix, seed, &[PolicyName::Naive], false, progress))
         .collect::<Result<_, _>>()?;
     if json {
         return json_of(e, &sizes);
@@ -1127,7 +1160,7 @@ fn l2(
     for r in &sizes {
         let d = &r.policies[0];
         t.row([
-            format!("{} KB", r.l2_bytes / 1024),
+            r.label.clone(),
             format!("{:.3}", d.perf.ipc),
             format!("{:.3}", d.perf.ipc_se),
             format!("{:.3}", d.perf.l2_miss_ratio),
@@ -1144,12 +1177,12 @@ fn l2(
     let falls = ipcs.windows(2).all(|w| w[0] <= w[1]);
     let drops = miss.windows(2).all(|w| w[0] >= w[1]);
     s.push_str(&format!(
-        "\nIPC {} as the L2 shrinks ({:.3} at {} KB, {:.3} at {} KB: {}); the miss ratio {} as it grows\n",
+        "\nIPC {} as the L2 shrinks ({:.3} at {}, {:.3} at {}: {}); the miss ratio {} as it grows\n",
         if falls { "falls" } else { "does not fall monotonically" },
         ipcs.last().copied().unwrap_or(0.0),
-        sizes.last().map_or(0, |r| r.l2_bytes / 1024),
+        sizes.last().map_or(String::new(), |r| r.label.clone()),
         ipcs[0],
-        sizes[0].l2_bytes / 1024,
+        sizes[0].label,
         pct(ipcs[0] / ipcs.last().copied().unwrap_or(1.0) - 1.0),
         if drops { "falls" } else { "does not fall monotonically" },
     ));
@@ -1164,10 +1197,15 @@ fn balance_set(
     progress: Progress<'_>,
 ) -> Result<String, CacheModelError> {
     let mix = Mix::of(e)?;
-    let ctxs = size_contexts(e, &mix, seed, progress)?;
+    let ctxs = size_contexts(e, &mix, seed, &sizes_of(e), progress)?;
+    let policies = [
+        PolicyName::Naive,
+        PolicyName::BalanceSetPerf,
+        PolicyName::BalanceSetFair,
+    ];
     let sizes: Vec<SizeResult> = ctxs
         .iter()
-        .map(|c| run_size(e, c, &mix, seed, true, progress))
+        .map(|c| run_size(e, c, &mix, seed, &policies, true, progress))
         .collect::<Result<_, _>>()?;
     if json {
         return json_of(e, &sizes);
@@ -1244,7 +1282,7 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
             }
         }
         t.row([
-            format!("{} KB", r.l2_bytes / 1024),
+            r.label.clone(),
             format!("{:.3}", d.perf.ipc),
             cell("balance-set-perf", "emulation", "ipc"),
             cell("balance-set-fair", "emulation", "ipc"),
@@ -1284,7 +1322,7 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
             }
         };
         t.row([
-            format!("{} KB", r.l2_bytes / 1024),
+            r.label.clone(),
             format!("{:.2}", d.perf.stp),
             cell("balance-set-perf", "emulation", "stp"),
             cell("balance-set-fair", "emulation", "stp"),
@@ -1338,11 +1376,11 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
             find(&w[1], "default", "os"),
         ) {
             s.push_str(&format!(
-                "  PERF (emulation) at {} KB: miss ratio {:.3}, IPC {:.3}; default at {} KB: {:.3}, {:.3}\n",
-                w[0].l2_bytes / 1024,
+                "  PERF (emulation) at {}: miss ratio {:.3}, IPC {:.3}; default at {}: {:.3}, {:.3}\n",
+                w[0].label,
                 p.perf.l2_miss_ratio,
                 p.perf.ipc,
-                w[1].l2_bytes / 1024,
+                w[1].label,
                 d2.perf.l2_miss_ratio,
                 d2.perf.ipc
             ));
@@ -1384,8 +1422,8 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
                 })),
         );
         s.push_str(&format!(
-            "\nCPU share per thread at L2 {} KB (fraction of the run on a context; {} contexts for {} threads = {:.2} each if fair), and the AVG per-thread term (miss ratio in 1/{} of the L2):\n\n",
-            r.l2_bytes / 1024,
+            "\nCPU share per thread at L2 {} (fraction of the run on a context; {} contexts for {} threads = {:.2} each if fair), and the AVG per-thread term (miss ratio in 1/{} of the L2):\n\n",
+            r.label,
             m.logical_cpus(),
             n,
             m.logical_cpus() as f64 / n as f64,
@@ -1399,9 +1437,9 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
         for p in ["balance-set-perf", "balance-set-fair"] {
             if let Some(x) = find(r, p, "emulation") {
                 s.push_str(&format!(
-                    "\n{} schedule at {} KB ({} groups):\n",
+                    "\n{} schedule at {} ({} groups):\n",
                     p,
-                    r.l2_bytes / 1024,
+                    r.label,
                     x.groups.len()
                 ));
                 for g in &x.groups {
@@ -1419,7 +1457,7 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
     // Model accuracy (Fig. 10).
     let mut t = Table::new(
         std::iter::once("estimator".to_string())
-            .chain(sizes.iter().map(|r| format!("{} KB", r.l2_bytes / 1024)))
+            .chain(sizes.iter().map(|r| r.label.clone()))
             .chain(["mean".to_string(), "per L2 access, mean".to_string()]),
     );
     let mut avg_err = None;
@@ -1466,8 +1504,8 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
     for r in sizes {
         if let Some(g) = &r.search {
             s.push_str(&format!(
-                "  {} KB: {} groups of {} enumerated, estimated, sorted and thresholded in {:.1} ms with AVG ({} candidates, threshold {:.4} from {}), {:.1} ms with COMB (N)\n",
-                r.l2_bytes / 1024,
+                "  {}: {} groups of {} enumerated, estimated, sorted and thresholded in {:.1} ms with AVG ({} candidates, threshold {:.4} from {}), {:.1} ms with COMB (N)\n",
+                r.label,
                 g.groups,
                 g.contexts,
                 1e3 * g.avg_seconds,
@@ -1486,8 +1524,8 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
                 .unwrap_or(0)
         };
         s.push_str(&format!(
-            "  {} KB: the OS runs asked the analytic oracle about {} (default), {} (PERF), {} (FAIR) distinct situations ({} queries for the default); one simulated situation took {:.2} s, so a simulated oracle would have needed about {:.0} s for the default run alone; the analytic oracle's machine IPC was off by {:.1}% on average on the situations simulated\n",
-            r.l2_bytes / 1024,
+            "  {}: the OS runs asked the analytic oracle about {} (default), {} (PERF), {} (FAIR) distinct situations ({} queries for the default); one simulated situation took {:.2} s, so a simulated oracle would have needed about {:.0} s for the default run alone; the analytic oracle's machine IPC was off by {:.1}% on average on the situations simulated\n",
+            r.label,
             d.distinct_situations.unwrap_or(0),
             distinct("balance-set-perf"),
             distinct("balance-set-fair"),
@@ -1499,4 +1537,113 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
     }
     s.push_str(&paper_block(e));
     s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Any policies on any machine: `smtsched cachemodel schedule`.
+
+/// What `smtsched cachemodel schedule` runs.
+#[derive(Clone, Debug)]
+pub struct ScheduleSpec {
+    pub machine: String,
+    pub set: Vec<String>,
+    pub workloads: Vec<String>,
+    pub copies: u32,
+    pub policies: Vec<PolicyName>,
+    pub os_seconds: f64,
+    pub samples: u32,
+    pub window: CycleWindow,
+    pub window_instructions: u64,
+}
+
+/// Runs `spec.policies` (informed by the reuse-distance models: balance-set gets AVG's
+/// per-thread terms, di the threads' solo last-level-cache misses per 1000 instructions and the
+/// machine's cache domains) in the OS simulator on the Linux 2.4 baseline, and measures each
+/// schedule on the microarchitectural simulator at sampled moments.
+pub fn schedule(
+    spec: &ScheduleSpec,
+    seed: u64,
+    json: bool,
+    progress: Progress<'_>,
+) -> Result<String, CacheModelError> {
+    if spec.workloads.is_empty() || spec.copies == 0 {
+        return Err(bad("--workloads: no threads to schedule"));
+    }
+    if spec.policies.is_empty() {
+        return Err(bad("--policies names no policy"));
+    }
+    if !(spec.os_seconds > 0.0 && spec.os_seconds.is_finite()) {
+        return Err(bad(format!(
+            "--seconds {}: must be a positive number of simulated seconds",
+            spec.os_seconds
+        )));
+    }
+    let e: Experiment = serde_json::from_value(serde_json::json!({
+        "name": "cachemodel-schedule",
+        "title": "policies on the OS simulator, measured on the microarchitectural simulator",
+        "kind": "fedorova-l2",
+        "machine": spec.machine,
+        "set": spec.set,
+        "workloads": spec.workloads,
+        "cmt": {
+            "copies": spec.copies,
+            "samples": spec.samples,
+            "warmup_cycles": spec.window.warmup_cycles,
+            "measure_cycles": spec.window.measure_cycles,
+            "window_instructions": spec.window_instructions,
+            "os_seconds": spec.os_seconds,
+        },
+    }))
+    .map_err(|err| CacheModelError::Os(format!("schedule settings: {err}")))?;
+    let mix = Mix::of(&e)?;
+    let ctxs = size_contexts(&e, &mix, seed, &[None], progress)?;
+    let r = run_size(&e, &ctxs[0], &mix, seed, &spec.policies, false, progress)?;
+    if json {
+        return serde_json::to_string_pretty(&r)
+            .map(|s| s + "\n")
+            .map_err(|err| CacheModelError::Os(err.to_string()));
+    }
+    let m = &ctxs[0].m;
+    let mut s = format!(
+        "{} threads on {} ({} logical CPUs, {}), Linux 2.4 baseline, {} s simulated; {} moments of each schedule simulated for {} cycles after {} of warm-up\n\n",
+        mix.threads.len(),
+        m.name,
+        m.logical_cpus(),
+        r.label,
+        spec.os_seconds,
+        samples_of(&e),
+        spec.window.measure_cycles,
+        spec.window.warmup_cycles
+    );
+    let mut t = Table::new([
+        "policy",
+        "IPC",
+        "± se",
+        "L2 miss ratio",
+        "L2 misses/ref",
+        "STP",
+        "fairness",
+        "CPU share sd",
+        "distinct situations",
+    ]);
+    for p in &r.policies {
+        t.row([
+            p.policy.clone(),
+            format!("{:.3}", p.perf.ipc),
+            format!("{:.3}", p.perf.ipc_se),
+            format!("{:.3}", p.perf.l2_miss_ratio),
+            format!("{:.4}", p.perf.l2_misses_per_reference),
+            format!("{:.2}", p.perf.stp),
+            format!("{:.2}", p.perf.fairness()),
+            format!("{:.3}", sd(&p.cpu_share)),
+            p.distinct_situations.map_or("-".into(), |x| x.to_string()),
+        ]);
+    }
+    s.push_str(&t.render());
+    s.push_str(&format!(
+        "\nSTP = mean Σ IPC / solo IPC of the running threads; fairness = slowest / fastest thread's progress. One simulated situation took {:.2} s; the analytic oracle's machine IPC was off by {:.1}% on the situations simulated.\n",
+        r.seconds_per_simulated_situation,
+        100.0 * r.analytic_ipc_error
+    ));
+    Ok(s)
 }

@@ -163,6 +163,65 @@ fn groups_enumerates_every_group_and_builds_both_schedules() {
 }
 
 #[test]
+fn schedule_runs_informed_policies_and_measures_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = smtsched(
+        dir.path(),
+        &with_small(&[
+            "cachemodel",
+            "schedule",
+            "-w",
+            "gzip-like,art-like",
+            "--copies",
+            "3",
+            "--policies",
+            "naive,balance-set-perf",
+            "--set",
+            "topology.cores_per_package=1",
+            "--seconds",
+            "4",
+            "--samples",
+            "3",
+            "--json",
+        ]),
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = v["policies"].as_array().unwrap();
+    let names: Vec<&str> = p.iter().map(|x| x["policy"].as_str().unwrap()).collect();
+    assert_eq!(names, ["default", "balance-set-perf"]);
+    for x in p {
+        assert!(x["perf"]["ipc"].as_f64().unwrap() > 0.0, "{x}");
+        assert_eq!(x["cpu_share"].as_array().unwrap().len(), 6);
+    }
+    // Six threads on four contexts: PERF's best groups are the three gzips with one art, so
+    // each gzip runs more than each art.
+    let share = |i: usize| p[1]["cpu_share"][i].as_f64().unwrap();
+    for g in 0..3 {
+        for a in 3..6 {
+            assert!(
+                share(g) > share(a),
+                "gzip {g} {} vs art {a} {}",
+                share(g),
+                share(a)
+            );
+        }
+    }
+    let o = smtsched(
+        dir.path(),
+        &with_small(&[
+            "cachemodel",
+            "schedule",
+            "-w",
+            "gzip-like",
+            "--policies",
+            "naive,nope",
+        ]),
+    );
+    assert_bad_input(&o, &["--policies", "nope"]);
+}
+
+#[test]
 fn bad_input_exits_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let o = smtsched(

@@ -124,6 +124,34 @@ pub enum Action {
         #[command(flatten)]
         opts: ModelArgs,
     },
+    /// Policies in the OS simulator (Linux 2.4 baseline, analytic oracle from the models), each
+    /// schedule measured on the microarchitectural simulator at sampled moments; balance-set
+    /// and di get what they need from the reuse-distance models.
+    ///
+    /// Example: smtsched cachemodel schedule -w mcf-like,art-like,gzip-like,parser-like --copies 2 --policies naive,di --set topology.packages=2 --set topology.cores_per_package=1 --set cache.L2.shared_by=package
+    Schedule {
+        /// Workloads, comma-separated (profiles).
+        #[arg(long, short = 'w')]
+        workloads: String,
+        /// Copies of each.
+        #[arg(long, default_value_t = 1)]
+        copies: u32,
+        /// Policies to compare, comma-separated.
+        #[arg(
+            long,
+            short = 'p',
+            default_value = "naive,balance-set-perf,balance-set-fair,di"
+        )]
+        policies: String,
+        /// Simulated seconds of each OS run.
+        #[arg(long, default_value_t = 40.0)]
+        seconds: f64,
+        /// Moments of each schedule simulated.
+        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+        samples: u32,
+        #[command(flatten)]
+        opts: ModelArgs,
+    },
 }
 
 /// Status lines on stderr while an experiment runs, when stderr is a terminal.
@@ -286,6 +314,37 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
                 }
             }
             out(&s)
+        }
+        Action::Schedule {
+            workloads,
+            copies,
+            policies,
+            seconds,
+            samples,
+            opts,
+        } => {
+            let policies: Vec<smtsched_os::PolicyName> = policies
+                .split(',')
+                .map(|p| {
+                    p.trim()
+                        .parse()
+                        .map_err(|e: String| bad_input(format!("--policies: {e}")))
+                })
+                .collect::<Result<_>>()?;
+            let spec = smtsched_cachemodel::fedorova::ScheduleSpec {
+                machine: opts.machine.clone(),
+                set: opts.set.clone(),
+                workloads: expand_workload_list(&workloads),
+                copies,
+                policies,
+                os_seconds: seconds,
+                samples,
+                window: opts.cycles(),
+                window_instructions: opts.window,
+            };
+            out(&smtsched_cachemodel::fedorova::schedule(
+                &spec, opts.seed, opts.json, &progress,
+            )?)
         }
     }
 }
