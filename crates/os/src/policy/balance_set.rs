@@ -28,9 +28,11 @@
 //! plain round-robin gang scheduler.
 //!
 //! In the Linux 2.4 baseline the chosen group runs through goodness: members get
-//! [`GANG_BONUS`]; while a member could still run on the choosing CPU, other threads get 0, so a
-//! member whose slice is used up starts a new epoch instead of yielding the context to a
-//! non-member. A CPU with no member to run takes anybody, so no context idles.
+//! [`GANG_BONUS`]; while a member could still run on the choosing CPU, other threads get 0, and a
+//! member does not take over a context another member holds, so a member whose slice is used up
+//! starts a new epoch and carries on instead of yielding its context. A CPU with no member to run
+//! takes anybody, so no context idles. Goodness cannot preempt: a new turn's members take the
+//! contexts as the previous group's slices run out (see [`TURN_TICKS`]).
 
 use super::{CpuId, Goodness, Policy, PolicyName, SchedView, TaskId, GANG_BONUS};
 use std::collections::BTreeMap;
