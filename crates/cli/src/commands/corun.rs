@@ -78,7 +78,11 @@ pub fn run(a: CorunArgs) -> Result<()> {
         solos.push(solo(&m, p.as_ref(), *copy, cpu, &proto)?);
         *copy += 1;
     }
-    let threads: Vec<(&dyn Workload, u32)> = profiles.iter().map(|p| p.as_ref()).zip(cpus.iter().copied()).collect();
+    let threads: Vec<(&dyn Workload, u32)> = profiles
+        .iter()
+        .map(|p| p.as_ref())
+        .zip(cpus.iter().copied())
+        .collect();
     let r = run_together(&m, &threads, &proto, Window::Instructions)?;
     let prs: Vec<f64> = r
         .threads

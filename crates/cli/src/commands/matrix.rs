@@ -6,10 +6,10 @@ use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smtsched_model::{expand_workload_list, Placement};
-use smtsched_uarch::Workload;
 use smtsched_report::matrix::{
     grid_csv, heatmap_svg, pairs_csv, render_grid, render_speedup_grid, render_summary, summarize,
 };
+use smtsched_uarch::Workload;
 use std::io::IsTerminal;
 
 pub fn run(a: MatrixArgs) -> Result<()> {

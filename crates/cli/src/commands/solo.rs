@@ -34,7 +34,12 @@ pub fn run(a: SoloArgs) -> Result<()> {
     }
     out(&format!(
         "{} alone on CPU {} of {} (seed {}, {} warm-up + {} measured instructions)\n\n",
-        w.name(), a.cpu, m.name, proto.seed, proto.warmup_instructions, proto.measure_instructions
+        w.name(),
+        a.cpu,
+        m.name,
+        proto.seed,
+        proto.warmup_instructions,
+        proto.measure_instructions
     ))?;
     out(&counter_table(&m, &r.window))
 }
