@@ -45,7 +45,7 @@ pub fn offline_snapshot(dir: &Path) -> PathBuf {
     let fixtures = match std::env::var("SMTSCHED_FIXTURES") {
         Ok(d) => PathBuf::from(d).join("linux-sysfs"),
         Err(_) => {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/linux-sysfs")
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/linux-sysfs")
         }
     };
     let f = std::fs::File::open(fixtures.join("16em64t-4s2c2t-offlines.tar.bz2")).unwrap();

@@ -14,7 +14,7 @@ fn fixtures_dir() -> PathBuf {
     if let Ok(d) = std::env::var("SMTSCHED_FIXTURES") {
         return PathBuf::from(d).join("linux-sysfs");
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/linux-sysfs")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/linux-sysfs")
 }
 
 fn snapshots() -> Vec<(String, PathBuf, PathBuf)> {
