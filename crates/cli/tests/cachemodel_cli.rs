@@ -1,39 +1,8 @@
 //! `smtsched cachemodel` and the fedorova experiments, run as a user would, in a fresh
 //! temporary directory, with small windows so that they stay fast.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn smtsched(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        dir.display(),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-/// Bad input: exit code 2 and exactly one line on stderr that contains every `needle`.
-fn assert_bad_input(o: &Output, needles: &[&str]) {
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8(o.stderr.clone()).unwrap();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
-    for n in needles {
-        assert!(err.contains(n), "{err:?} should mention {n:?}");
-    }
-}
+mod util;
+use util::{assert_bad_input, smtsched, stdout};
 
 const SMALL: &[&str] = &[
     "--window",

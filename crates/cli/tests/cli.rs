@@ -1,42 +1,9 @@
 //! The real binary, run as a user would, in a fresh temporary directory.
 
+mod util;
+use util::{assert_bad_input, smtsched, stdout};
+
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn smtsched(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        dir.display(),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).unwrap()
-}
-
-/// Bad input: exit code 2 and exactly one line on stderr that contains every `needle`.
-fn assert_bad_input(o: &Output, needles: &[&str]) {
-    assert_eq!(o.status.code(), Some(2));
-    let err = stderr(o);
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
-    for n in needles {
-        assert!(err.contains(n), "{err:?} should mention {n:?}");
-    }
-}
 
 #[test]
 fn lists_and_shows_machines_and_workloads() {

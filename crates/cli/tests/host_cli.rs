@@ -1,52 +1,17 @@
 //! `smtsched host …` run as a user would, in a fresh temporary directory: topology, events,
 //! counters, kernels, and the bad-input paths (exit code 2, one line naming the value).
 
+mod util;
+use util::{assert_bad_input, json, smtsched, stdout};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn smtsched(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        dir.display(),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).unwrap()
-}
-
-fn json(o: &Output) -> serde_json::Value {
-    assert!(o.status.success(), "command failed");
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// Bad input: exit code 2 and exactly one line on stderr that contains every `needle`.
-fn assert_bad_input(o: &Output, needles: &[&str]) {
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
-    for n in needles {
-        assert!(err.contains(n), "{err:?} should mention {n:?}");
-    }
-}
+use std::process::{Command, Stdio};
 
 /// Unpacks the snapshot with offline CPUs (2, 5, 13 and 14 offline) into `dir`.
 pub fn offline_snapshot(dir: &Path) -> PathBuf {
     let fixtures = match std::env::var("SMTSCHED_FIXTURES") {
         Ok(d) => PathBuf::from(d).join("linux-sysfs"),
-        Err(_) => {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/linux-sysfs")
-        }
+        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/linux-sysfs"),
     };
     let f = std::fs::File::open(fixtures.join("16em64t-4s2c2t-offlines.tar.bz2")).unwrap();
     tar::Archive::new(bzip2::read::BzDecoder::new(f))

@@ -3,6 +3,9 @@
 //! before anything runs, and Ctrl-C (or SIGTERM, or killing the harness) leaves no process
 //! behind. No timing is asserted: this machine is shared and noisy.
 
+mod util;
+use util::{assert_bad_input, smtsched};
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -14,32 +17,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn smtsched(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ smtsched {}\n(cwd {})\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        dir.display(),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn assert_bad_input(o: &Output, needles: &[&str]) {
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr).to_string();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
-    for n in needles {
-        assert!(err.contains(n), "{err:?} should mention {n:?}");
-    }
 }
 
 fn files_in(dir: &Path) -> BTreeSet<String> {
@@ -422,9 +399,7 @@ fn an_offline_cpu_is_refused() {
 fn unpack_offline_snapshot(dir: &Path) -> PathBuf {
     let fixtures = match std::env::var("SMTSCHED_FIXTURES") {
         Ok(d) => PathBuf::from(d).join("linux-sysfs"),
-        Err(_) => {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/linux-sysfs")
-        }
+        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/linux-sysfs"),
     };
     let f = std::fs::File::open(fixtures.join("16em64t-4s2c2t-offlines.tar.bz2")).unwrap();
     tar::Archive::new(bzip2::read::BzDecoder::new(f))
@@ -562,8 +537,16 @@ fn ctrl_c_during_a_pair_stops_and_reaps_every_child() {
     );
     // Two workload processes at once: the pair phase.
     let procs = wait_for(h.id(), "smtsched", 2);
-    // Both are pinned, as the kernel reports it, to one and the same CPU.
-    let allowed: Vec<String> = procs.iter().filter_map(|(p, _)| cpus_allowed(*p)).collect();
+    // Both are pinned, as the kernel reports it, to one and the same CPU. A workload pins itself
+    // right after it starts, so give the second one a moment to have done so.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let allowed: Vec<String> = loop {
+        let a: Vec<String> = procs.iter().filter_map(|(p, _)| cpus_allowed(*p)).collect();
+        if a.iter().all(|c| c.parse::<u32>().is_ok()) || Instant::now() > deadline {
+            break a;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
     assert_eq!(allowed.len(), 2, "{procs:?}");
     assert!(
         allowed[0].parse::<u32>().is_ok(),

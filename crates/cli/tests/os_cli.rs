@@ -1,32 +1,7 @@
 //! The OS simulator from the command line, as a user runs it.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn smtsched(dir: &Path, args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    eprintln!(
-        "$ smtsched {}\nexit {:?}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn assert_bad_input(o: &Output, needles: &[&str]) {
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
-    for n in needles {
-        assert!(err.contains(n), "{err:?} should mention {n:?}");
-    }
-}
+mod util;
+use util::{assert_bad_input, smtsched};
 
 #[test]
 fn run_bad_input_exits_two() {
