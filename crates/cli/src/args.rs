@@ -94,16 +94,34 @@ pub enum ShowAction {
     },
 }
 
-/// Options every simulation shares.
+/// The machine a command simulates: a preset or file, with field overrides.
 #[derive(Args, Debug, Clone)]
-pub struct SimArgs {
+pub struct MachineArgs {
     /// Machine preset or TOML file.
-    #[arg(long, short = 'm', default_value = "northwood")]
-    pub machine: String,
+    #[arg(
+        long = "machine",
+        short = 'm',
+        value_name = "MACHINE",
+        default_value = "northwood"
+    )]
+    pub name: String,
     /// Override a machine field: KEY=VALUE with a dotted key (repeatable),
     /// e.g. --set topology.cores_per_package=2.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+}
+
+impl MachineArgs {
+    pub fn load(&self) -> anyhow::Result<smtsched_model::MachineModel> {
+        crate::commands::machine(&self.name, &self.set)
+    }
+}
+
+/// Options every simulation shares.
+#[derive(Args, Debug, Clone)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub machine: MachineArgs,
     /// Seed from which every instruction stream derives.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -218,12 +236,8 @@ pub struct RunArgs {
     /// Base scheduler: linux24 (the thesis's 2.4.19) or modern (per-CPU runqueues, EEVDF-like).
     #[arg(long, default_value = "linux24")]
     pub baseline: String,
-    /// Machine preset or TOML file.
-    #[arg(long, short = 'm', default_value = "northwood")]
-    pub machine: String,
-    /// Override a machine field: KEY=VALUE (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub machine: MachineArgs,
     /// Logical CPUs the OS uses, kernel list syntax (the thesis's 1x2 = one package: 2-3 on northwood).
     #[arg(long)]
     pub cpus: Option<String>,

@@ -21,6 +21,7 @@
 //! be left out (their features are then empty, and a fit that needs them says so). Rows may come
 //! in any order; a run's samples are sorted by time.
 
+use crate::csv_table::CsvTable;
 use crate::error::EstimateError;
 use crate::windows::{cut_windows, label, Events, Series, WindowRecord, NE};
 use smtsched_os::estimate::EVENTS;
@@ -46,61 +47,29 @@ pub struct SampleFile {
 
 /// Parses a samples CSV (see the module documentation).
 pub fn parse_samples(text: &str, file: &str) -> Result<SampleFile, EstimateError> {
+    let Some(t) = CsvTable::parse(text, file)? else {
+        return Err(EstimateError::Empty(format!("{file} has no header row")));
+    };
+    let required = [
+        "subject",
+        "background",
+        "run",
+        "thread",
+        "cycles",
+        "instructions",
+    ];
+    t.require(&required, |missing| {
+        format!(
+            "{missing} (a samples file has subject,background,run,thread,cycles and cumulative counters: {})",
+            EVENTS.join(",")
+        )
+    })?;
+    let [s, b, r, th, cy] = [0, 1, 2, 3, 4].map(|i| t.column(required[i]).expect("checked"));
+    let ev_cols: Vec<Option<usize>> = EVENTS.iter().map(|e| t.column(e)).collect();
     let mut out = SampleFile::default();
-    let mut header: Option<Vec<String>> = None;
-    let mut cols: Vec<Option<usize>> = Vec::new();
-    let mut ev_cols: Vec<Option<usize>> = Vec::new();
-    for (k, line) in text.lines().enumerate() {
-        let line_no = k + 1;
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-        let Some(h) = &header else {
-            let h: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
-            let find = |c: &str| h.iter().position(|x| x == c);
-            let required = [
-                "subject",
-                "background",
-                "run",
-                "thread",
-                "cycles",
-                "instructions",
-            ];
-            let missing: Vec<&str> = required
-                .iter()
-                .copied()
-                .filter(|c| find(c).is_none())
-                .collect();
-            if !missing.is_empty() {
-                return Err(EstimateError::MissingColumns {
-                    file: file.into(),
-                    columns: format!(
-                        "{} (a samples file has subject,background,run,thread,cycles and cumulative counters: {})",
-                        missing.join(", "),
-                        EVENTS.join(",")
-                    ),
-                });
-            }
-            cols = required.iter().map(|c| find(c)).collect();
-            ev_cols = EVENTS.iter().map(|e| find(e)).collect();
-            header = Some(h);
-            continue;
-        };
-        if cells.len() != h.len() {
-            return Err(EstimateError::BadLine {
-                file: file.into(),
-                line: line_no,
-                reason: format!("{} cells, the header has {}", cells.len(), h.len()),
-            });
-        }
-        let bad = |c: usize, reason: String| EstimateError::BadValue {
-            file: file.into(),
-            line: line_no,
-            column: h[c].clone(),
-            reason,
-        };
+    for row in &t.rows {
+        let cells = &row.cells;
+        let bad = |c: usize, reason: String| t.bad(row, c, reason);
         let num = |c: usize| -> Result<f64, EstimateError> {
             let v: f64 = cells[c]
                 .parse()
@@ -110,21 +79,20 @@ pub fn parse_samples(text: &str, file: &str) -> Result<SampleFile, EstimateError
             }
             Ok(v)
         };
-        let [s, b, r, t, cy, _] = [0, 1, 2, 3, 4, 5].map(|i| cols[i].expect("checked"));
         if cells[s].is_empty() {
             return Err(bad(s, "empty subject".into()));
         }
         let run: u32 = cells[r]
             .parse()
             .map_err(|_| bad(r, format!("{:?} is not a run number", cells[r])))?;
-        let subj = match cells[t] {
+        let subj = match cells[th] {
             "subj" => true,
             "back" => false,
-            other => return Err(bad(t, format!("{other:?}: expected subj or back"))),
+            other => return Err(bad(th, format!("{other:?}: expected subj or back"))),
         };
         if !subj && cells[b].is_empty() {
             return Err(bad(
-                t,
+                th,
                 "a solo run (empty background) has no background thread".into(),
             ));
         }
@@ -147,10 +115,7 @@ pub fn parse_samples(text: &str, file: &str) -> Result<SampleFile, EstimateError
         out.runs
             .entry((key, subj))
             .or_default()
-            .push((num(cy)?, ev, line_no));
-    }
-    if header.is_none() {
-        return Err(EstimateError::Empty(format!("{file} has no header row")));
+            .push((num(cy)?, ev, row.line));
     }
     Ok(out)
 }

@@ -7,6 +7,7 @@
 //! linearly to the window boundaries, so the same code serves the simulator's samples and samples
 //! measured on a real machine ([`crate::samples`]).
 
+use crate::csv_table::CsvTable;
 use crate::error::EstimateError;
 use smtsched_os::estimate::{feature, EVENTS};
 use smtsched_os::oracle::Epc;
@@ -396,71 +397,35 @@ pub fn to_csv(set: &WindowSet) -> String {
 /// to 0 and the cycle columns to empty; feature columns may be missing or empty (NaN) — a fit
 /// that uses one checks for it. Unknown columns are ignored.
 pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
-    let mut set = WindowSet::default();
-    let mut header: Option<Vec<String>> = None;
-    let mut idx: Vec<Option<usize>> = Vec::new();
-    let mut feat_idx: Vec<Option<usize>> = Vec::new();
-    let names = feature_names();
-    for (lineno, line) in text.lines().enumerate() {
-        let line_no = lineno + 1;
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(c) = line.strip_prefix('#') {
-            if header.is_none() {
-                if let Some((k, v)) = c.split_once(':') {
-                    set.meta.push((k.trim().to_string(), v.trim().to_string()));
-                }
-            }
-            continue;
-        }
-        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-        let Some(h) = &header else {
-            let h: Vec<String> = cells.iter().map(|c| c.to_string()).collect();
-            let find = |c: &str| h.iter().position(|x| x == c);
-            let missing: Vec<&str> = ["subject", "background", "pr"]
-                .into_iter()
-                .filter(|c| find(c).is_none())
-                .collect();
-            if !missing.is_empty() {
-                return Err(EstimateError::MissingColumns {
-                    file: file.to_string(),
-                    columns: format!(
-                        "{} (found: {}; a windows file comes from `smtsched train windows`)",
-                        missing.join(", "),
-                        h.join(",")
-                    ),
-                });
-            }
-            idx = FIXED_COLUMNS.iter().map(|c| find(c)).collect();
-            feat_idx = names.iter().map(|c| find(c)).collect();
-            header = Some(h);
-            continue;
-        };
-        if cells.len() != h.len() {
-            return Err(EstimateError::BadLine {
-                file: file.into(),
-                line: line_no,
-                reason: format!("{} cells, the header has {}", cells.len(), h.len()),
-            });
-        }
+    let Some(mut t) = CsvTable::parse(text, file)? else {
+        return Err(EstimateError::Empty(format!(
+            "{file} has no header row and no windows"
+        )));
+    };
+    t.require(&["subject", "background", "pr"], |missing| {
+        format!(
+            "{missing} (found: {}; a windows file comes from `smtsched train windows`)",
+            t.header.join(",")
+        )
+    })?;
+    let idx: Vec<Option<usize>> = FIXED_COLUMNS.iter().map(|c| t.column(c)).collect();
+    let feat_idx: Vec<Option<usize>> = feature_names().iter().map(|c| t.column(c)).collect();
+    let mut set = WindowSet {
+        meta: std::mem::take(&mut t.meta),
+        ..WindowSet::default()
+    };
+    for row in &t.rows {
+        let cells = &row.cells;
         let number = |col: usize, required: bool| -> Result<f64, EstimateError> {
             let cell = cells[col];
             if cell.is_empty() && !required {
                 return Ok(f64::NAN);
             }
-            let bad = |reason: String| EstimateError::BadValue {
-                file: file.into(),
-                line: line_no,
-                column: h[col].clone(),
-                reason,
-            };
             let v: f64 = cell
                 .parse()
-                .map_err(|_| bad(format!("{cell:?} is not a number")))?;
+                .map_err(|_| t.bad(row, col, format!("{cell:?} is not a number")))?;
             if !v.is_finite() {
-                return Err(bad(format!("{cell:?} is not a finite number")));
+                return Err(t.bad(row, col, format!("{cell:?} is not a finite number")));
             }
             Ok(v)
         };
@@ -472,21 +437,18 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
         };
         let int = |i: usize| -> Result<u32, EstimateError> {
             let Some(c) = idx[i] else { return Ok(0) };
-            cells[c].parse().map_err(|_| EstimateError::BadValue {
-                file: file.into(),
-                line: line_no,
-                column: h[c].clone(),
-                reason: format!("{:?} is not a non-negative integer", cells[c]),
+            cells[c].parse().map_err(|_| {
+                t.bad(
+                    row,
+                    c,
+                    format!("{:?} is not a non-negative integer", cells[c]),
+                )
             })
         };
         let pr = opt(7, true)?;
         if pr <= 0.0 {
-            return Err(EstimateError::BadValue {
-                file: file.into(),
-                line: line_no,
-                column: "pr".into(),
-                reason: format!("{pr} is not a positive performance ratio"),
-            });
+            let c = idx[7].expect("checked");
+            return Err(t.bad(row, c, format!("{pr} is not a positive performance ratio")));
         }
         let mut feats = [f64::NAN; 2 * NE];
         for (j, c) in feat_idx.iter().enumerate() {
@@ -510,11 +472,6 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
             subj,
             back,
         });
-    }
-    if header.is_none() {
-        return Err(EstimateError::Empty(format!(
-            "{file} has no header row and no windows"
-        )));
     }
     Ok(set)
 }

@@ -1,6 +1,6 @@
 //! `corun`: several workloads together on chosen logical CPUs.
 
-use super::{json_out, machine, out, protocol, workload};
+use super::{json_out, out, protocol, workload};
 use crate::args::CorunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -47,7 +47,7 @@ pub fn parse_placement(text: &str, m: &MachineModel) -> Result<Vec<u32>> {
 }
 
 pub fn run(a: CorunArgs) -> Result<()> {
-    let m = machine(&a.sim.machine, &a.sim.set)?;
+    let m = a.sim.machine.load()?;
     let profiles: Vec<Box<dyn Workload>> = a
         .workloads
         .iter()

@@ -1,6 +1,6 @@
 //! `matrix`: the pairwise performance-ratio matrix.
 
-use super::{json_out, machine, out, protocol, workload, write_file};
+use super::{json_out, out, protocol, workload, write_file};
 use crate::args::MatrixArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
@@ -13,7 +13,7 @@ use smtsched_uarch::Workload;
 use std::io::IsTerminal;
 
 pub fn run(a: MatrixArgs) -> Result<()> {
-    let m = machine(&a.sim.machine, &a.sim.set)?;
+    let m = a.sim.machine.load()?;
     let placement: Placement = a
         .placement
         .parse()

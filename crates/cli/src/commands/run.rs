@@ -1,6 +1,6 @@
 //! `run`: the OS scheduling simulator on a task set under several policies.
 
-use super::{json_out, machine, out, write_file};
+use super::{json_out, out, write_file};
 use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -86,7 +86,7 @@ pub fn oracle(
 }
 
 pub fn run(a: RunArgs) -> Result<()> {
-    let m = machine(&a.machine, &a.set)?;
+    let m = a.machine.load()?;
     let baseline: Baseline = a
         .baseline
         .parse()

@@ -1,6 +1,6 @@
 //! `solo`: one workload alone.
 
-use super::{json_out, machine, out, protocol, workload};
+use super::{json_out, out, protocol, workload};
 use crate::args::SoloArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -9,7 +9,7 @@ use smtsched_report::Table;
 use smtsched_uarch::{protocol::solo, ThreadCounters};
 
 pub fn run(a: SoloArgs) -> Result<()> {
-    let m = machine(&a.sim.machine, &a.sim.set)?;
+    let m = a.sim.machine.load()?;
     let w = workload(&a.workload)?;
     if a.cpu >= m.logical_cpus() {
         return Err(bad_input(format!(

@@ -4,6 +4,7 @@
 
 use super::run::{estimator, oracle};
 use super::{json_out, machine, out, workload, write_file};
+use crate::args::MachineArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -77,12 +78,8 @@ pub struct WindowsArgs {
     /// `thesis-heldout` (vpr, eon, wupwise, equake).
     #[arg(long, short = 'w', default_value = "thesis-train")]
     pub workloads: String,
-    /// Machine preset or TOML file.
-    #[arg(long, short = 'm', default_value = "northwood")]
-    pub machine: String,
-    /// Override a machine field: KEY=VALUE with a dotted key (repeatable).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    #[command(flatten)]
+    pub machine: MachineArgs,
     /// Seed from which every instruction stream derives.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -316,7 +313,7 @@ fn progress_bar(len: u64, unit: &str) -> Result<ProgressBar> {
 }
 
 fn simulated_windows(a: &WindowsArgs) -> Result<WindowSet> {
-    let m = machine(&a.machine, &a.set)?;
+    let m = a.machine.load()?;
     let names = workload_names(&a.workloads);
     if names.len() < 2 {
         return Err(bad_input(format!(
