@@ -189,11 +189,58 @@ fn windows_fit_validate_and_the_model_loads_where_policies_run() {
     for needle in [
         "thesis Table 3.8 model",
         "least squares, thesis features",
+        "least squares, thesis features, program-CV selection",
         "boosted trees, all features",
     ] {
         assert!(s.contains(needle), "{needle}: {s}");
     }
-    assert_eq!(std::fs::read_dir(d.join("plots")).unwrap().count(), 5);
+    assert_eq!(std::fs::read_dir(d.join("plots")).unwrap().count(), 7);
+
+    // Selection by leave-one-program-out error: each drop and the final score are printed and
+    // recorded in the model file.
+    let o = smtsched(
+        d,
+        &[
+            "train",
+            "fit",
+            "w.csv",
+            "--select",
+            "program-cv",
+            "-o",
+            "cv.toml",
+        ],
+    );
+    assert!(o.status.success());
+    let s = stdout(&o);
+    assert!(
+        s.contains("Feature selection by leave-one-program-out error"),
+        "{s}"
+    );
+    assert!(
+        s.contains("Leave-one-program-out (each subject program held out"),
+        "{s}"
+    );
+    let m = std::fs::read_to_string(d.join("cv.toml")).unwrap();
+    assert!(
+        m.contains("selection = \"program-cv\"") && m.contains("cv_rmse ="),
+        "{m}"
+    );
+    // Two subjects leave no windows to train a fold on: one line, exit 2.
+    let two: String = csv
+        .lines()
+        .filter(|l| {
+            l.starts_with('#')
+                || l.starts_with("subject,")
+                || (l.starts_with("gzip-like,mcf-like,") || l.starts_with("mcf-like,gzip-like,"))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(d.join("two.csv"), two).unwrap();
+    let o = smtsched(d, &["train", "fit", "two.csv", "--select", "program-cv"]);
+    assert_bad_input(
+        &o,
+        &["two.csv", "at least 3 subject workloads; these have 2"],
+    );
 }
 
 #[test]

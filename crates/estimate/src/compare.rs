@@ -4,6 +4,7 @@
 use crate::error::EstimateError;
 use crate::fit::{design, parse_features, predict, train};
 use crate::gbt::{self, GbtParams};
+use crate::ols::SelectionRule;
 use crate::validate::{validate, Validation};
 use crate::windows::WindowSet;
 use serde::Serialize;
@@ -49,11 +50,19 @@ pub fn compare(
         validation: validate("thesis", &test.rows, &est)?,
         estimates: est,
     });
-    for spec in ["thesis", "all"] {
+    let by_p = alpha.map_or(SelectionRule::None, |alpha| SelectionRule::PValue { alpha });
+    let rules = [
+        (by_p, ""),
+        (SelectionRule::ProgramCv, ", program-CV selection"),
+    ];
+    for (spec, (rule, how)) in ["thesis", "all"]
+        .into_iter()
+        .flat_map(|s| rules.iter().map(move |r| (s, r)))
+    {
         let features = parse_features(spec)?;
-        let tr = train(train_set, train_file, &features, alpha, "compare")?;
+        let tr = train(train_set, train_file, &features, *rule, "compare")?;
         let (est, _) = predict(&tr.model, test, test_file)?;
-        let name = format!("least squares, {spec} features");
+        let name = format!("least squares, {spec} features{how}");
         out.push(Compared {
             validation: validate(&name, &test.rows, &est)?,
             estimator: name,

@@ -1,7 +1,8 @@
 //! Fitting the online model to training windows, and the thesis's Table 3.8 as a report.
 
+use crate::crossval::{cross_validate, select_by_cv, CvScore, Folds};
 use crate::error::EstimateError;
-use crate::ols::{fit_with_selection, Coefficient, Selection};
+use crate::ols::{fit_with_selection, Coefficient, Selection, SelectionRule};
 use crate::windows::{feature_names, feature_slot, WindowSet};
 use smtsched_os::estimate::{DroppedTerm, FitInfo, LinearModel, Term, EVENTS};
 use smtsched_report::Table;
@@ -116,23 +117,26 @@ pub fn design(
     Ok((cols, set.rows.iter().map(|r| r.pr).collect()))
 }
 
-/// What `fit` produces: the selection and the model to write.
+/// What `fit` produces: the selection, the model to write and how well the model's feature set
+/// estimates programs it was not trained on.
 #[derive(Clone, Debug)]
 pub struct Trained {
     pub selection: Selection,
     pub model: LinearModel,
+    /// Leave-one-program-out score of the final feature set (None with fewer than three
+    /// subject workloads).
+    pub cv: Option<CvScore>,
 }
 
-/// Fits `features` to the windows of `set` (from `file`), dropping insignificant features at
-/// level `alpha` if given.
+/// Fits `features` to the windows of `set` (from `file`), dropping features by `rule`.
 pub fn train(
     set: &WindowSet,
     file: &str,
     features: &[String],
-    alpha: Option<f64>,
+    rule: SelectionRule,
     name: &str,
 ) -> Result<Trained, EstimateError> {
-    if let Some(a) = alpha {
+    if let SelectionRule::PValue { alpha: a } = rule {
         if !(a > 0.0 && a < 1.0) {
             return Err(EstimateError::Invalid(format!(
                 "--alpha {a}: a significance level is between 0 and 1"
@@ -140,7 +144,31 @@ pub fn train(
         }
     }
     let (cols, y) = design(set, features, file)?;
-    let selection = fit_with_selection(&cols, features, &y, alpha)?;
+    let folds = Folds::leave_one_program_out(&set.rows);
+    let (selection, cv) = match rule {
+        SelectionRule::ProgramCv => {
+            let folds = folds.map_err(|e| EstimateError::Invalid(format!("{file}: {e}")))?;
+            let (s, score) = select_by_cv(&cols, features, &y, &folds)?;
+            (s, Some(score))
+        }
+        SelectionRule::None | SelectionRule::PValue { .. } => {
+            let alpha = match rule {
+                SelectionRule::PValue { alpha } => Some(alpha),
+                _ => None,
+            };
+            let s = fit_with_selection(&cols, features, &y, alpha)?;
+            // The score is a report only: a fold that cannot be fitted leaves it out.
+            let kept: Vec<String> = s.last.terms.iter().map(|c| c.name.clone()).collect();
+            let kept_cols: Vec<Vec<f64>> = kept
+                .iter()
+                .map(|f| cols[features.iter().position(|g| g == f).expect("kept")].clone())
+                .collect();
+            let score = folds
+                .ok()
+                .and_then(|f| cross_validate(&kept_cols, &kept, &y, &f).ok());
+            (s, score)
+        }
+    };
     let last = &selection.last;
     let term = |c: &Coefficient| Term {
         feature: c.name.clone(),
@@ -175,19 +203,39 @@ pub fn train(
             residual_se: last.residual_se,
             intercept_std_error: last.intercept.std_error,
             intercept_p_value: last.intercept.p_value,
-            alpha,
+            alpha: match rule {
+                SelectionRule::PValue { alpha } => Some(alpha),
+                _ => None,
+            },
+            selection: Some(rule_name(rule).to_string()),
             dropped: selection
                 .dropped
                 .iter()
                 .map(|d| DroppedTerm {
                     feature: d.feature.clone(),
                     p_value: d.p_value,
+                    cv_rmse_after: d.cv_rmse_after,
                 })
                 .collect(),
+            cv_rmse: cv.as_ref().map(|c| c.rmse),
+            cv_correlation: cv.as_ref().map(|c| c.correlation),
         })),
     };
     model.validate().map_err(EstimateError::Internal)?;
-    Ok(Trained { selection, model })
+    Ok(Trained {
+        selection,
+        model,
+        cv,
+    })
+}
+
+/// The rule's name as `--select` spells it.
+pub fn rule_name(rule: SelectionRule) -> &'static str {
+    match rule {
+        SelectionRule::None => "none",
+        SelectionRule::PValue { .. } => "p-value",
+        SelectionRule::ProgramCv => "program-cv",
+    }
 }
 
 fn p_text(p: f64) -> String {
@@ -263,30 +311,55 @@ pub fn report(tr: &Trained) -> String {
     out.push_str(&line(&s.full));
     out.push('\n');
     out.push_str(&coefficient_table(&s.full));
-    match s.alpha {
-        None => out
+    match s.rule {
+        SelectionRule::None => out
             .push_str("\nFeature selection: off (--alpha none); the model keeps every feature.\n"),
-        Some(a) if s.dropped.is_empty() => out.push_str(&format!(
-            "\nFeature selection at p > {a}: every feature is significant; none dropped.\n"
+        SelectionRule::PValue { alpha } if s.dropped.is_empty() => out.push_str(&format!(
+            "\nFeature selection at p > {alpha}: every feature is significant; none dropped.\n"
         )),
-        Some(a) => {
+        SelectionRule::ProgramCv if s.dropped.is_empty() => out.push_str(
+            "\nFeature selection by leave-one-program-out error: dropping any feature makes it worse; none dropped.\n",
+        ),
+        SelectionRule::PValue { alpha } => out.push_str(&format!(
+            "\nFeature selection at p > {alpha} (backward elimination, one at a time; the thesis dropped L2-back, p = 0.100):\n"
+        )),
+        SelectionRule::ProgramCv => out.push_str(
+            "\nFeature selection by leave-one-program-out error (backward elimination: drop the feature whose removal lowers it most, until none does):\n",
+        ),
+    }
+    for d in &s.dropped {
+        out.push_str(&format!(
+            "  dropped {} ({}): p = {}; R² without it {:.4}{}{}\n",
+            d.feature,
+            thesis_label(&d.feature),
+            p_text(d.p_value),
+            d.r_squared_after,
+            d.cv_rmse_after.map_or(String::new(), |r| format!(
+                "; leave-one-program-out RMSE {r:.4}"
+            )),
+            d.note.as_ref().map_or(String::new(), |n| format!("; {n}"))
+        ));
+    }
+    if !s.dropped.is_empty() {
+        out.push_str("\nThe model after selection\n");
+        out.push_str(&line(&s.last));
+        out.push('\n');
+        out.push_str(&coefficient_table(&s.last));
+    }
+    match &tr.cv {
+        Some(cv) => {
             out.push_str(&format!(
-                "\nFeature selection at p > {a} (backward elimination, one at a time; the thesis dropped L2-back, p = 0.100):\n"
+                "\nLeave-one-program-out (each subject program held out in turn; its fold trains on the windows without it):\n  RMSE {:.4}, MAE {:.4}, correlation {:.3}; by program:",
+                cv.rmse, cv.mae, cv.correlation
             ));
-            for d in &s.dropped {
-                out.push_str(&format!(
-                    "  dropped {} ({}): p = {}; R² without it {:.4}\n",
-                    d.feature,
-                    thesis_label(&d.feature),
-                    p_text(d.p_value),
-                    d.r_squared_after
-                ));
+            for p in &cv.per_program {
+                out.push_str(&format!(" {} {:.3} ({:+.3})", p.program, p.rmse, p.bias));
             }
-            out.push_str("\nThe model after selection\n");
-            out.push_str(&line(&s.last));
             out.push('\n');
-            out.push_str(&coefficient_table(&s.last));
         }
+        None => out.push_str(
+            "\nLeave-one-program-out: not computed (it needs windows of at least 3 subject workloads).\n",
+        ),
     }
     out
 }

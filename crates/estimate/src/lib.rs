@@ -9,6 +9,7 @@ pub mod windows;
 pub use error::EstimateError;
 pub use windows::{WindowRecord, WindowSet};
 pub mod compare;
+pub mod crossval;
 mod csv_table;
 pub mod fit;
 pub mod gbt;

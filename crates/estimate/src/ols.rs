@@ -193,6 +193,24 @@ pub struct Dropped {
     pub p_value: f64,
     /// R² of the fit without it.
     pub r_squared_after: f64,
+    /// Leave-one-program-out RMSE without it (selection by cross-validation only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cv_rmse_after: Option<f64>,
+    /// Why it was dropped when the rule's own measure does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// How features are dropped from the full fit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "rule")]
+pub enum SelectionRule {
+    /// Every feature is kept.
+    None,
+    /// Backward elimination by p-value, as the thesis did.
+    PValue { alpha: f64 },
+    /// Backward elimination by leave-one-program-out error ([`crate::crossval`]).
+    ProgramCv,
 }
 
 /// A fit of all the features, and the fit left after dropping insignificant ones.
@@ -201,8 +219,7 @@ pub struct Selection {
     pub full: Fit,
     pub dropped: Vec<Dropped>,
     pub last: Fit,
-    /// The significance level (`None`: no selection).
-    pub alpha: Option<f64>,
+    pub rule: SelectionRule,
 }
 
 /// Fits all `names`, then (with `alpha`) repeatedly drops the feature with the largest p-value
@@ -239,6 +256,8 @@ pub fn fit_with_selection(
                 feature,
                 p_value,
                 r_squared_after: last.r_squared,
+                cv_rmse_after: None,
+                note: None,
             });
         }
     }
@@ -246,7 +265,7 @@ pub fn fit_with_selection(
         full,
         dropped,
         last,
-        alpha,
+        rule: alpha.map_or(SelectionRule::None, |alpha| SelectionRule::PValue { alpha }),
     })
 }
 

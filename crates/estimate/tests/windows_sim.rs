@@ -2,6 +2,7 @@
 //! real window data, and independence from the number of host threads.
 
 use smtsched_estimate::fit::{parse_features, predict, train};
+use smtsched_estimate::ols::SelectionRule;
 use smtsched_estimate::simulate::{simulate_windows, WindowProtocol};
 use smtsched_estimate::windows::{parse_csv, to_csv};
 use smtsched_estimate::WindowSet;
@@ -136,7 +137,7 @@ fn fixed_point_matches_floating_point_on_real_windows() {
         &set,
         "sim",
         &parse_features("all").unwrap(),
-        Some(0.05),
+        SelectionRule::PValue { alpha: 0.05 },
         "t",
     )
     .unwrap();

@@ -112,12 +112,21 @@ pub struct FitInfo {
     pub residual_se: f64,
     pub intercept_std_error: f64,
     pub intercept_p_value: f64,
-    /// Significance level of the feature selection (absent: none).
+    /// Significance level of the feature selection by p-value (absent: none, or another rule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alpha: Option<f64>,
-    /// Features dropped as insignificant, in order, with their p-values when dropped.
+    /// How features were dropped: `p-value`, `program-cv` or `none` (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<String>,
+    /// Features dropped, in order, with their p-values when dropped.
     #[serde(default)]
     pub dropped: Vec<DroppedTerm>,
+    /// Leave-one-program-out RMSE and correlation of the final feature set (absent when the
+    /// windows had fewer than three subject workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv_rmse: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv_correlation: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -125,6 +134,9 @@ pub struct FitInfo {
 pub struct DroppedTerm {
     pub feature: String,
     pub p_value: f64,
+    /// Leave-one-program-out RMSE after dropping it (selection by cross-validation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv_rmse_after: Option<f64>,
 }
 
 /// Fractional bits during the kernel's fixed-point evaluation, and the shift applied to its result
@@ -310,11 +322,15 @@ mod tests {
             residual_se: 0.1,
             intercept_std_error: 0.01,
             intercept_p_value: 0.0,
-            alpha: Some(0.05),
+            alpha: None,
+            selection: Some("program-cv".into()),
             dropped: vec![DroppedTerm {
                 feature: "llc_misses_back".into(),
                 p_value: 0.1,
+                cv_rmse_after: Some(0.08),
             }],
+            cv_rmse: Some(0.08),
+            cv_correlation: Some(0.7),
         }));
         let json = serde_json::to_string(&m2).unwrap();
         assert_eq!(serde_json::from_str::<LinearModel>(&json).unwrap(), m2);

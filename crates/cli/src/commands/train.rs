@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smtsched_estimate::compare::{compare, report as compare_report};
 use smtsched_estimate::fit::{parse_features, predict, report as fit_report, train};
 use smtsched_estimate::gbt::GbtParams;
+use smtsched_estimate::ols::SelectionRule;
 use smtsched_estimate::samples::{parse_samples, windows_from_samples};
 use smtsched_estimate::simulate::{
     run_count, simulate_windows, WindowProtocol, THESIS_HELDOUT, THESIS_TRAIN,
@@ -118,8 +119,12 @@ pub struct FitArgs {
     /// `all` (every event), or a comma-separated list such as llc_misses_subj,instructions_back.
     #[arg(long, default_value = "thesis")]
     pub features: String,
-    /// Drop features whose p-value exceeds this, one at a time (backward elimination); `none`
-    /// keeps every feature.
+    /// How features are dropped, one at a time (backward elimination): `p-value` (the thesis:
+    /// while some p-value exceeds --alpha) or `program-cv` (while dropping one lowers the
+    /// leave-one-program-out error; needs windows of 3 or more subject workloads).
+    #[arg(long, default_value = "p-value", value_parser = ["p-value", "program-cv"])]
+    pub select: String,
+    /// Drop features whose p-value exceeds this (--select p-value); `none` keeps every feature.
     #[arg(long, default_value = "0.05")]
     pub alpha: String,
     /// Write the model here: TOML if the name ends in .toml, JSON otherwise.
@@ -363,13 +368,18 @@ fn fit(a: FitArgs) -> Result<()> {
     let features = parse_features(&a.features)?;
     let machine = set.meta("machine").unwrap_or("unknown").to_string();
     let name = a.name.clone().unwrap_or(format!("trained-{machine}"));
-    let trained = train(&set, &file, &features, alpha(&a.alpha)?, &name)?;
+    let rule = match (a.select.as_str(), alpha(&a.alpha)?) {
+        ("program-cv", _) => SelectionRule::ProgramCv,
+        (_, Some(alpha)) => SelectionRule::PValue { alpha },
+        (_, None) => SelectionRule::None,
+    };
+    let trained = train(&set, &file, &features, rule, &name)?;
     if let Some(p) = &a.output {
         write_file(p, model_text(&trained.model, p)?.as_bytes())?;
     }
     if a.json {
         return json_out(
-            &serde_json::json!({"selection": trained.selection, "model": trained.model}),
+            &serde_json::json!({"selection": trained.selection, "leave_one_program_out": trained.cv, "model": trained.model}),
         );
     }
     out(&format!("windows: {file} (machine {machine})\n"))?;
