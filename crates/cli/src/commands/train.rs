@@ -84,8 +84,10 @@ pub struct WindowsArgs {
     /// Seed from which every instruction stream derives.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Instructions of each subject run that are cut into windows.
-    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Instructions of each subject run that are cut into windows. The thesis's windows were 1% of
+    /// a whole benchmark run, long enough to average out transients; longer runs here mean
+    /// quieter windows (see README) at proportionally more simulation time.
+    #[arg(long, default_value_t = 4_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub instructions: u64,
     /// Instructions the subject runs (beside its background) before the first window.
     #[arg(long, default_value_t = 1_000_000)]
