@@ -11,6 +11,7 @@
 
 use crate::error::EstimateError;
 use crate::ols::{ols, Dropped, Fit, Selection, SelectionRule};
+use crate::validate::correlation;
 use crate::windows::WindowRecord;
 use serde::Serialize;
 
@@ -87,18 +88,6 @@ fn pick(col: &[f64], rows: &[usize]) -> Vec<f64> {
     rows.iter().map(|&i| col[i]).collect()
 }
 
-fn pearson(a: &[f64], b: &[f64]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma) * (x - ma);
-        sbb += (y - mb) * (y - mb);
-    }
-    sab / (saa * sbb).sqrt()
-}
-
 /// Each fold's model fitted on its training windows, scored on its held-out program's windows.
 /// A fold whose training windows make the design singular (a feature that only the held-out
 /// program exercises) is an error naming the program.
@@ -137,7 +126,7 @@ pub fn cross_validate(
     Ok(CvScore {
         rmse: (err.clone().map(|d| d * d).sum::<f64>() / n).sqrt(),
         mae: err.map(f64::abs).sum::<f64>() / n,
-        correlation: pearson(&estimates, &measured),
+        correlation: correlation(&estimates, &measured),
         per_program,
     })
 }
@@ -163,11 +152,30 @@ pub fn select_by_cv(
     let mut keep: Vec<usize> = (0..names.len()).collect();
     let mut last: Fit = full.clone();
     let mut dropped = Vec::new();
-    let p_value_in = |fit: &Fit, feature: &str| {
-        fit.terms
+    // Drops keep[k], refits, and records the drop with its p-value in the fit it left.
+    let mut drop_feature = |keep: &mut Vec<usize>,
+                            last: &mut Fit,
+                            k: usize,
+                            cv_rmse_after: Option<f64>,
+                            note: Option<String>|
+     -> Result<(), EstimateError> {
+        let feature = names[keep[k]].clone();
+        let p_value = last
+            .terms
             .iter()
             .find(|c| c.name == feature)
-            .map_or(f64::NAN, |c| c.p_value)
+            .map_or(f64::NAN, |c| c.p_value);
+        keep.remove(k);
+        let (cols, nm) = subset(keep);
+        *last = ols(&cols, &nm, y)?;
+        dropped.push(Dropped {
+            feature,
+            p_value,
+            r_squared_after: last.r_squared,
+            cv_rmse_after,
+            note,
+        });
+        Ok(())
     };
     for (program, train) in folds.programs.iter().zip(&folds.train) {
         let mut k = 0;
@@ -175,20 +183,10 @@ pub fn select_by_cv(
             let col = &columns[keep[k]];
             let first = train.first().map_or(0.0, |&i| col[i]);
             if keep.len() > 1 && train.iter().all(|&i| col[i] == first) {
-                let feature = names[keep[k]].clone();
-                let p_value = p_value_in(&last, &feature);
-                keep.remove(k);
-                let (cols, nm) = subset(&keep);
-                last = ols(&cols, &nm, y)?;
-                dropped.push(Dropped {
-                    note: Some(format!(
-                        "the same ({first}) in every window without {program}: no fold can test it"
-                    )),
-                    feature,
-                    p_value,
-                    r_squared_after: last.r_squared,
-                    cv_rmse_after: None,
-                });
+                let note = format!(
+                    "the same ({first}) in every window without {program}: no fold can test it"
+                );
+                drop_feature(&mut keep, &mut last, k, None, Some(note))?;
             } else {
                 k += 1;
             }
@@ -212,18 +210,7 @@ pub fn select_by_cv(
         let Some((k, s)) = best.filter(|(_, s)| s.rmse < score.rmse) else {
             break;
         };
-        let feature = names[keep[k]].clone();
-        let p_value = p_value_in(&last, &feature);
-        keep.remove(k);
-        let (cols, nm) = subset(&keep);
-        last = ols(&cols, &nm, y)?;
-        dropped.push(Dropped {
-            feature,
-            p_value,
-            r_squared_after: last.r_squared,
-            cv_rmse_after: Some(s.rmse),
-            note: None,
-        });
+        drop_feature(&mut keep, &mut last, k, Some(s.rmse), None)?;
         score = s;
     }
     Ok((
