@@ -101,15 +101,6 @@ impl Histogram {
     pub fn stored_bytes(&self) -> usize {
         8 * self.points.len() + 4
     }
-
-    /// Mean of the finite distances.
-    pub fn mean_distance(&self) -> f64 {
-        let n: f64 = self.points.iter().map(|p| p.1).sum();
-        if n == 0.0 {
-            return 0.0;
-        }
-        self.points.iter().map(|p| p.0 * p.1).sum::<f64>() / n
-    }
 }
 
 /// The compressed bucket of a distance: `floor(log2(d + 1))`, with distances 0–2 together and

@@ -50,7 +50,7 @@ pub fn compare(
         validation: validate("thesis", &test.rows, &est)?,
         estimates: est,
     });
-    let by_p = alpha.map_or(SelectionRule::None, |alpha| SelectionRule::PValue { alpha });
+    let by_p = SelectionRule::by_p_value(alpha);
     let rules = [
         (by_p, ""),
         (SelectionRule::ProgramCv, ", program-CV selection"),

@@ -10,9 +10,9 @@
 //! background, and estimate the windows in which it is the subject.
 
 use crate::error::EstimateError;
-use crate::ols::{ols, Dropped, Fit, Selection, SelectionRule};
+use crate::ols::{ols, Backward, Selection, SelectionRule};
 use crate::validate::correlation;
-use crate::windows::WindowRecord;
+use crate::windows::{subjects, WindowRecord};
 use serde::Serialize;
 
 /// Which windows each fold trains on and tests: one fold per subject program.
@@ -28,12 +28,7 @@ impl Folds {
     /// One fold per subject of `rows`. Needs at least three subjects: with two, a fold's training
     /// windows (neither program) would be empty.
     pub fn leave_one_program_out(rows: &[WindowRecord]) -> Result<Folds, EstimateError> {
-        let mut programs: Vec<String> = Vec::new();
-        for r in rows {
-            if !programs.contains(&r.subject) {
-                programs.push(r.subject.clone());
-            }
-        }
+        let programs = subjects(rows);
         if programs.len() < 3 {
             return Err(EstimateError::Invalid(format!(
                 "leave-one-program-out needs windows of at least 3 subject workloads; these have {} ({})",
@@ -142,64 +137,30 @@ pub fn select_by_cv(
     y: &[f64],
     folds: &Folds,
 ) -> Result<(Selection, CvScore), EstimateError> {
-    let full = ols(columns, names, y)?;
-    let subset = |keep: &[usize]| -> (Vec<Vec<f64>>, Vec<String>) {
-        (
-            keep.iter().map(|&i| columns[i].clone()).collect(),
-            keep.iter().map(|&i| names[i].clone()).collect(),
-        )
-    };
-    let mut keep: Vec<usize> = (0..names.len()).collect();
-    let mut last: Fit = full.clone();
-    let mut dropped = Vec::new();
-    // Drops keep[k], refits, and records the drop with its p-value in the fit it left.
-    let mut drop_feature = |keep: &mut Vec<usize>,
-                            last: &mut Fit,
-                            k: usize,
-                            cv_rmse_after: Option<f64>,
-                            note: Option<String>|
-     -> Result<(), EstimateError> {
-        let feature = names[keep[k]].clone();
-        let p_value = last
-            .terms
-            .iter()
-            .find(|c| c.name == feature)
-            .map_or(f64::NAN, |c| c.p_value);
-        keep.remove(k);
-        let (cols, nm) = subset(keep);
-        *last = ols(&cols, &nm, y)?;
-        dropped.push(Dropped {
-            feature,
-            p_value,
-            r_squared_after: last.r_squared,
-            cv_rmse_after,
-            note,
-        });
-        Ok(())
-    };
+    let mut b = Backward::new(columns, names, y)?;
     for (program, train) in folds.programs.iter().zip(&folds.train) {
         let mut k = 0;
-        while k < keep.len() {
-            let col = &columns[keep[k]];
+        while k < b.keep.len() {
+            let col = &columns[b.keep[k]];
             let first = train.first().map_or(0.0, |&i| col[i]);
-            if keep.len() > 1 && train.iter().all(|&i| col[i] == first) {
+            if b.keep.len() > 1 && train.iter().all(|&i| col[i] == first) {
                 let note = format!(
                     "the same ({first}) in every window without {program}: no fold can test it"
                 );
-                drop_feature(&mut keep, &mut last, k, None, Some(note))?;
+                b.drop(k, None, Some(note))?;
             } else {
                 k += 1;
             }
         }
     }
-    let (cols, nm) = subset(&keep);
+    let (cols, nm) = b.subset(&b.keep);
     let mut score = cross_validate(&cols, &nm, y, folds)?;
-    while keep.len() > 1 {
+    while b.keep.len() > 1 {
         let mut best: Option<(usize, CvScore)> = None;
-        for k in 0..keep.len() {
-            let mut trial = keep.clone();
+        for k in 0..b.keep.len() {
+            let mut trial = b.keep.clone();
             trial.remove(k);
-            let (cols, nm) = subset(&trial);
+            let (cols, nm) = b.subset(&trial);
             let Ok(s) = cross_validate(&cols, &nm, y, folds) else {
                 continue;
             };
@@ -210,18 +171,10 @@ pub fn select_by_cv(
         let Some((k, s)) = best.filter(|(_, s)| s.rmse < score.rmse) else {
             break;
         };
-        drop_feature(&mut keep, &mut last, k, Some(s.rmse), None)?;
+        b.drop(k, Some(s.rmse), None)?;
         score = s;
     }
-    Ok((
-        Selection {
-            full,
-            dropped,
-            last,
-            rule: SelectionRule::ProgramCv,
-        },
-        score,
-    ))
+    Ok((b.finish(SelectionRule::ProgramCv), score))
 }
 
 #[cfg(test)]

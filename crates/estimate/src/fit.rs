@@ -136,7 +136,7 @@ pub fn train(
     rule: SelectionRule,
     name: &str,
 ) -> Result<Trained, EstimateError> {
-    if let SelectionRule::PValue { alpha: a } = rule {
+    if let Some(a) = rule.alpha() {
         if !(a > 0.0 && a < 1.0) {
             return Err(EstimateError::Invalid(format!(
                 "--alpha {a}: a significance level is between 0 and 1"
@@ -152,17 +152,10 @@ pub fn train(
             (s, Some(score))
         }
         SelectionRule::None | SelectionRule::PValue { .. } => {
-            let alpha = match rule {
-                SelectionRule::PValue { alpha } => Some(alpha),
-                _ => None,
-            };
-            let s = fit_with_selection(&cols, features, &y, alpha)?;
+            let s = fit_with_selection(&cols, features, &y, rule.alpha())?;
             // The score is a report only: a fold that cannot be fitted leaves it out.
-            let kept: Vec<String> = s.last.terms.iter().map(|c| c.name.clone()).collect();
-            let kept_cols: Vec<Vec<f64>> = kept
-                .iter()
-                .map(|f| cols[features.iter().position(|g| g == f).expect("kept")].clone())
-                .collect();
+            let kept: Vec<String> = s.kept.iter().map(|&i| features[i].clone()).collect();
+            let kept_cols: Vec<Vec<f64>> = s.kept.iter().map(|&i| cols[i].clone()).collect();
             let score = folds
                 .ok()
                 .and_then(|f| cross_validate(&kept_cols, &kept, &y, &f).ok());
@@ -203,11 +196,8 @@ pub fn train(
             residual_se: last.residual_se,
             intercept_std_error: last.intercept.std_error,
             intercept_p_value: last.intercept.p_value,
-            alpha: match rule {
-                SelectionRule::PValue { alpha } => Some(alpha),
-                _ => None,
-            },
-            selection: Some(rule_name(rule).to_string()),
+            alpha: rule.alpha(),
+            selection: Some(rule.name().to_string()),
             dropped: selection
                 .dropped
                 .iter()
@@ -227,15 +217,6 @@ pub fn train(
         model,
         cv,
     })
-}
-
-/// The rule's name as `--select` spells it.
-pub fn rule_name(rule: SelectionRule) -> &'static str {
-    match rule {
-        SelectionRule::None => "none",
-        SelectionRule::PValue { .. } => "p-value",
-        SelectionRule::ProgramCv => "program-cv",
-    }
 }
 
 fn p_text(p: f64) -> String {

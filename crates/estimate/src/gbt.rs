@@ -80,20 +80,6 @@ impl Gbt {
     pub fn predict(&self, x: &[f64]) -> f64 {
         self.base + self.trees.iter().map(|t| t.predict(x)).sum::<f64>()
     }
-
-    /// How much each feature's splits reduced the squared error, as a share of the total.
-    pub fn importance(&self) -> Vec<f64> {
-        let mut gain = vec![0.0; self.features.len()];
-        for t in &self.trees {
-            for n in &t.nodes {
-                if let Node::Split { feature, .. } = n {
-                    gain[*feature] += 1.0;
-                }
-            }
-        }
-        let total: f64 = gain.iter().sum();
-        gain.iter().map(|g| g / total.max(1.0)).collect()
-    }
 }
 
 /// Quantile thresholds of a column: at most `bins - 1` distinct cut points.

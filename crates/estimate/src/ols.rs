@@ -7,6 +7,7 @@
 use crate::error::EstimateError;
 use crate::linalg::Qr;
 use serde::Serialize;
+use smtsched_report::stats::mean_sd;
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// Relative size of `R`'s diagonal below which a column counts as a linear combination of the
@@ -71,17 +72,6 @@ pub fn t_p_value(t: f64, df: f64) -> f64 {
     }
     let dist = StudentsT::new(0.0, 1.0, df).expect("positive degrees of freedom");
     (2.0 * dist.sf(t.abs())).min(1.0)
-}
-
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let var = if v.len() > 1 {
-        v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    (m, var.sqrt())
 }
 
 /// Fits `y = b0 + Σ b_j x_j` by least squares; `columns[j]` holds feature `names[j]` for every
@@ -213,6 +203,30 @@ pub enum SelectionRule {
     ProgramCv,
 }
 
+impl SelectionRule {
+    /// Selection by p-value at `alpha`, or none.
+    pub fn by_p_value(alpha: Option<f64>) -> SelectionRule {
+        alpha.map_or(SelectionRule::None, |alpha| SelectionRule::PValue { alpha })
+    }
+
+    /// The significance level, for selection by p-value.
+    pub fn alpha(self) -> Option<f64> {
+        match self {
+            SelectionRule::PValue { alpha } => Some(alpha),
+            SelectionRule::None | SelectionRule::ProgramCv => None,
+        }
+    }
+
+    /// The rule's name as `--select` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SelectionRule::None => "none",
+            SelectionRule::PValue { .. } => "p-value",
+            SelectionRule::ProgramCv => "program-cv",
+        }
+    }
+}
+
 /// A fit of all the features, and the fit left after dropping insignificant ones.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Selection {
@@ -220,6 +234,81 @@ pub struct Selection {
     pub dropped: Vec<Dropped>,
     pub last: Fit,
     pub rule: SelectionRule,
+    /// Indices (into the requested features) of the features `last` keeps.
+    #[serde(skip)]
+    pub kept: Vec<usize>,
+}
+
+/// Backward elimination's state, stepped by either selection rule: the features kept (indices
+/// into the columns), the fit on them and the drops so far.
+pub(crate) struct Backward<'a> {
+    columns: &'a [Vec<f64>],
+    names: &'a [String],
+    y: &'a [f64],
+    pub keep: Vec<usize>,
+    full: Fit,
+    pub last: Fit,
+    dropped: Vec<Dropped>,
+}
+
+impl<'a> Backward<'a> {
+    /// Starts from every feature.
+    pub fn new(
+        columns: &'a [Vec<f64>],
+        names: &'a [String],
+        y: &'a [f64],
+    ) -> Result<Self, EstimateError> {
+        let full = ols(columns, names, y)?;
+        Ok(Backward {
+            columns,
+            names,
+            y,
+            keep: (0..names.len()).collect(),
+            last: full.clone(),
+            full,
+            dropped: Vec::new(),
+        })
+    }
+
+    /// The columns and names of the features `keep` lists.
+    pub fn subset(&self, keep: &[usize]) -> (Vec<Vec<f64>>, Vec<String>) {
+        (
+            keep.iter().map(|&i| self.columns[i].clone()).collect(),
+            keep.iter().map(|&i| self.names[i].clone()).collect(),
+        )
+    }
+
+    /// Drops `keep[k]`, refits, and records the drop with its p-value in the fit it left.
+    pub fn drop(
+        &mut self,
+        k: usize,
+        cv_rmse_after: Option<f64>,
+        note: Option<String>,
+    ) -> Result<(), EstimateError> {
+        // `last`'s terms are in `keep` order.
+        let p_value = self.last.terms[k].p_value;
+        let feature = self.names[self.keep.remove(k)].clone();
+        let (cols, nm) = self.subset(&self.keep);
+        self.last = ols(&cols, &nm, self.y)?;
+        self.dropped.push(Dropped {
+            feature,
+            p_value,
+            r_squared_after: self.last.r_squared,
+            cv_rmse_after,
+            note,
+        });
+        Ok(())
+    }
+
+    pub fn finish(self, rule: SelectionRule) -> Selection {
+        Selection {
+            full: self.full,
+            dropped: self.dropped,
+            last: self.last,
+            rule,
+            kept: self.keep,
+        }
+    }
 }
 
 /// Fits all `names`, then (with `alpha`) repeatedly drops the feature with the largest p-value
@@ -230,43 +319,21 @@ pub fn fit_with_selection(
     y: &[f64],
     alpha: Option<f64>,
 ) -> Result<Selection, EstimateError> {
-    let full = ols(columns, names, y)?;
-    let mut keep: Vec<usize> = (0..names.len()).collect();
-    let mut last = full.clone();
-    let mut dropped = Vec::new();
+    let mut b = Backward::new(columns, names, y)?;
     if let Some(alpha) = alpha {
-        loop {
-            let worst = last
+        while b.keep.len() > 1 {
+            let worst = b
+                .last
                 .terms
                 .iter()
                 .enumerate()
                 .filter(|(_, c)| c.p_value > alpha)
-                .max_by(|a, b| a.1.p_value.total_cmp(&b.1.p_value));
-            let Some((k, c)) = worst else { break };
-            if keep.len() == 1 {
-                break;
-            }
-            let p_value = c.p_value;
-            let feature = c.name.clone();
-            keep.remove(k);
-            let cols: Vec<Vec<f64>> = keep.iter().map(|&i| columns[i].clone()).collect();
-            let nm: Vec<String> = keep.iter().map(|&i| names[i].clone()).collect();
-            last = ols(&cols, &nm, y)?;
-            dropped.push(Dropped {
-                feature,
-                p_value,
-                r_squared_after: last.r_squared,
-                cv_rmse_after: None,
-                note: None,
-            });
+                .max_by(|x, y| x.1.p_value.total_cmp(&y.1.p_value));
+            let Some((k, _)) = worst else { break };
+            b.drop(k, None, None)?;
         }
     }
-    Ok(Selection {
-        full,
-        dropped,
-        last,
-        rule: alpha.map_or(SelectionRule::None, |alpha| SelectionRule::PValue { alpha }),
-    })
+    Ok(b.finish(SelectionRule::by_p_value(alpha)))
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! and in each run's troughs and peaks), and a scatter plot.
 
 use crate::error::EstimateError;
-use crate::windows::WindowRecord;
+use crate::windows::{subjects, WindowRecord};
 use plotters::prelude::*;
 use serde::Serialize;
 use smtsched_report::Table;
@@ -242,12 +242,7 @@ pub fn scatter_svg(
         .fold(f64::NEG_INFINITY, f64::max)
         .max(1.0);
     let (lo, hi) = ((lo * 10.0).floor() / 10.0, (hi * 10.0).ceil() / 10.0);
-    let mut subjects: Vec<&str> = Vec::new();
-    for w in windows {
-        if !subjects.contains(&w.subject.as_str()) {
-            subjects.push(&w.subject);
-        }
-    }
+    let subjects = subjects(windows);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (640, 600)).into_drawing_area();

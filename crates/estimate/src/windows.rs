@@ -332,14 +332,19 @@ impl WindowSet {
 
     /// The distinct subjects, in order of first appearance.
     pub fn subjects(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for r in &self.rows {
-            if !out.contains(&r.subject) {
-                out.push(r.subject.clone());
-            }
-        }
-        out
+        subjects(&self.rows)
     }
+}
+
+/// The distinct subjects of `rows`, in order of first appearance.
+pub fn subjects(rows: &[WindowRecord]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows {
+        if !out.contains(&r.subject) {
+            out.push(r.subject.clone());
+        }
+    }
+    out
 }
 
 /// The fixed columns of a windows CSV, before the features.

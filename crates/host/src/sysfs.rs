@@ -32,16 +32,6 @@ pub fn read_opt(path: &Path) -> Option<String> {
         .map(|s| s.trim().to_string())
 }
 
-/// The trimmed content of a file that must exist.
-pub fn read_req(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path)
-        .map(|s| s.trim().to_string())
-        .map_err(|source| HostError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
 /// An integer file (`-1` is a valid value of `physical_package_id`).
 pub fn read_int(path: &Path) -> Result<Option<i64>> {
     match read_opt(path) {

@@ -490,20 +490,6 @@ impl Topology {
         self.threads_per_core() >= 2
     }
 
-    /// The highest cache level listed (the last-level cache).
-    pub fn last_level_cache(&self) -> Option<u8> {
-        self.caches.iter().map(|c| c.level).max()
-    }
-
-    /// Every CPU the kernel knows of: online, offline and possible.
-    pub fn known_cpus(&self) -> CpuSet {
-        let mut all = self.online.union(&self.offline);
-        if let Some(p) = &self.possible {
-            all = all.union(p);
-        }
-        all
-    }
-
     /// Checks that every CPU of `cpus` exists and is online. `what` names the option in errors
     /// (`--cpus 0-7`).
     pub fn check_online(&self, cpus: &CpuSet, what: &str) -> Result<()> {

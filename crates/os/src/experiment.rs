@@ -9,6 +9,7 @@ use crate::sim::{OsSim, SimConfig};
 use crate::taskset::TaskSetSpec;
 use rayon::prelude::*;
 use smtsched_model::MachineModel;
+use smtsched_report::stats::mean_sd;
 use smtsched_report::timeline::{timeline_svg, Segment};
 use smtsched_report::Table;
 
@@ -58,17 +59,6 @@ pub fn simulate(
         out[*p].runs.push(r);
     }
     Ok(out)
-}
-
-fn mean_sd(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let m = v.iter().sum::<f64>() / n;
-    let sd = if v.len() > 1 {
-        (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    } else {
-        0.0
-    };
-    (m, sd)
 }
 
 /// The comparison table: one row per policy.

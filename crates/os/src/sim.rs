@@ -779,7 +779,6 @@ impl<'a> OsSim<'a> {
                     slice_left: t.counter as f64 / TICK_UNITS as f64,
                     ipc_average: t.ipc_average,
                     pr_estimate: t.pr_estimate,
-                    pr_true: t.running_on.and_then(|c| self.rates[c]).map(|r| r.pr),
                 })
                 .collect(),
             current: self.cpus.iter().map(|c| c.current).collect(),

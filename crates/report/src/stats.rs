@@ -28,6 +28,19 @@ pub fn quantile_sorted(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
 }
 
+/// Mean and sample standard deviation (n − 1 in the denominator; 0 for fewer than two values,
+/// and a NaN mean for none), summed in the order given.
+pub fn mean_sd(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let sd = if values.len() > 1 {
+        (values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    (mean, sd)
+}
+
 impl Summary {
     /// Summarises `values`; `None` when there are none.
     pub fn of(values: &[f64]) -> Option<Summary> {
@@ -37,12 +50,7 @@ impl Summary {
         let mut v = values.to_vec();
         v.sort_by(f64::total_cmp);
         let n = v.len();
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let sd = if n > 1 {
-            (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
+        let (mean, sd) = mean_sd(&v);
         let (q1, median, q3) = (
             quantile_sorted(&v, 0.25),
             quantile_sorted(&v, 0.5),

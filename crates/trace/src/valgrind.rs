@@ -23,13 +23,7 @@ pub enum ProgramOutput {
 }
 
 impl ProgramOutput {
-    fn stdin(self) -> Stdio {
-        match self {
-            ProgramOutput::Inherit => Stdio::inherit(),
-            ProgramOutput::Null => Stdio::null(),
-        }
-    }
-
+    /// The `Stdio` for a child's stdin, stdout or stderr.
     fn stdio(self) -> Stdio {
         match self {
             ProgramOutput::Inherit => Stdio::inherit(),
@@ -163,7 +157,7 @@ pub fn record(
     let mut cmd = Command::new(vg);
     cmd.args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
         .args(&opts.command)
-        .stdin(opts.output.stdin())
+        .stdin(opts.output.stdio())
         .stdout(opts.output.stdio())
         .stderr(opts.output.stdio());
     no_aslr(&mut cmd);
@@ -473,7 +467,7 @@ pub fn run_cachegrind(
         .arg(format!("--cachegrind-out-file={}", out_file.display()))
         .arg("-q")
         .args(command)
-        .stdin(output.stdin())
+        .stdin(output.stdio())
         .stdout(output.stdio())
         .stderr(output.stdio());
     no_aslr(&mut cmd);

@@ -31,14 +31,6 @@ macro_rules! counters {
         }
 
         impl ThreadCounters {
-            /// Names of the integer counters, in declaration order (for CSV headers and features).
-            pub const EVENT_NAMES: &'static [&'static str] = &[$(stringify!($field)),*];
-
-            /// Integer counters in declaration order.
-            pub fn events(&self) -> Vec<u64> {
-                vec![$(self.$field),*]
-            }
-
             /// Every counter by name, cycles first.
             pub fn named(&self) -> Vec<(&'static str, f64)> {
                 vec![("cycles", self.cycles), $((stringify!($field), self.$field as f64)),*]

@@ -99,8 +99,6 @@ impl ThreadResult {
 #[derive(Clone, Debug)]
 pub struct RunResult {
     pub threads: Vec<ThreadResult>,
-    /// Simulated cycles at the end of the run.
-    pub total_cycles: f64,
     /// Instructions simulated in all, warm-up and overrun included (for speed reports).
     pub instructions_simulated: u64,
 }
@@ -499,12 +497,6 @@ impl Simulation {
                 CoreKind::Inorder(_) => run_inorder(core, &mut self.threads, &mut self.mem, &turn),
             }
         }
-        let total_cycles = self
-            .cores
-            .iter()
-            .filter(|c| c.active())
-            .map(Core::now)
-            .fold(0.0, f64::max);
         let instructions_simulated = self.threads.iter().map(|t| t.counters.instructions).sum();
         let mem = &self.mem;
         let threads = self
@@ -526,14 +518,8 @@ impl Simulation {
             .collect();
         RunResult {
             threads,
-            total_cycles,
             instructions_simulated,
         }
-    }
-
-    /// The caches and memory path, for inspection after a run.
-    pub fn memory(&self) -> &MemorySystem {
-        &self.mem
     }
 }
 

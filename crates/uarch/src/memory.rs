@@ -37,9 +37,17 @@ struct Bus {
 const BUS_HISTORY_CYCLES: f64 = 50_000.0;
 
 impl Bus {
+    /// Index of the first interval that ends after `now` (the ends are sorted too, as the
+    /// intervals are sorted and do not overlap).
+    fn first_ending_after(&self, now: f64) -> usize {
+        self.busy.partition_point(|&(_, b)| b <= now)
+    }
+
     /// Whether nothing is using or booked on the bus at `now`.
     fn idle_at(&self, now: f64) -> bool {
-        !self.busy.iter().any(|&(a, b)| a <= now && now < b)
+        self.busy
+            .get(self.first_ending_after(now))
+            .is_none_or(|&(a, _)| a > now)
     }
 
     /// Books a transfer of `bytes` requested at `now`; returns when the transfer starts.
@@ -54,7 +62,7 @@ impl Bus {
             self.busy.pop_front();
         }
         let mut start = now;
-        for &(a, b) in &self.busy {
+        for &(a, b) in self.busy.range(self.first_ending_after(now)..) {
             if b <= start {
                 continue;
             }
@@ -476,15 +484,6 @@ impl MemorySystem {
     /// Cache instance indices on the data path of `cpu`.
     pub fn data_path(&self, cpu: u32) -> &[usize] {
         &self.data_path[cpu as usize]
-    }
-
-    pub fn fetch_path(&self, cpu: u32) -> &[usize] {
-        &self.fetch_path[cpu as usize]
-    }
-
-    /// Cycles the memory path serving `cpu` has been busy so far.
-    pub fn bus_busy_cycles(&self, cpu: u32) -> f64 {
-        self.buses[self.bus_of_cpu[cpu as usize]].busy_cycles
     }
 }
 

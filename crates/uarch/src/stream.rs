@@ -339,10 +339,6 @@ impl SyntheticStream {
         };
         self.pc = area.base + slot * p.instr_bytes;
     }
-
-    pub fn phase_index(&self) -> usize {
-        self.phase
-    }
 }
 
 impl InstructionSource for SyntheticStream {

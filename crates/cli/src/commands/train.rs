@@ -370,10 +370,10 @@ fn fit(a: FitArgs) -> Result<()> {
     let features = parse_features(&a.features)?;
     let machine = set.meta("machine").unwrap_or("unknown").to_string();
     let name = a.name.clone().unwrap_or(format!("trained-{machine}"));
-    let rule = match (a.select.as_str(), alpha(&a.alpha)?) {
-        ("program-cv", _) => SelectionRule::ProgramCv,
-        (_, Some(alpha)) => SelectionRule::PValue { alpha },
-        (_, None) => SelectionRule::None,
+    let by_p_value = SelectionRule::by_p_value(alpha(&a.alpha)?);
+    let rule = match a.select.as_str() {
+        "program-cv" => SelectionRule::ProgramCv,
+        _ => by_p_value,
     };
     let trained = train(&set, &file, &features, rule, &name)?;
     if let Some(p) = &a.output {

@@ -310,8 +310,6 @@ pub struct BalanceSet {
     current: Vec<TaskId>,
     turn_started: u64,
     turn_ticks: u64,
-    /// Groups chosen so far (for reports).
-    pub turns: u64,
 }
 
 impl BalanceSet {
@@ -326,7 +324,6 @@ impl BalanceSet {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(TURN_TICKS),
-            turns: 0,
         }
     }
 
@@ -384,14 +381,8 @@ impl BalanceSet {
                 plan.selected[m] = true;
             }
             self.current = members.iter().map(|&m| plan.tasks[m]).collect();
-            self.turns += 1;
         }
         self.turn_started = view.tick;
-    }
-
-    /// The members of the group running now (task ids).
-    pub fn current_group(&self) -> &[TaskId] {
-        &self.current
     }
 }
 

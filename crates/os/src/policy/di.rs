@@ -37,8 +37,10 @@ pub fn snake(count: usize, domains: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Total intensity per domain after the DI assignment of `values`.
-pub fn domain_loads(values: &[f64], domains: usize) -> Vec<f64> {
+/// Total intensity per domain after the DI assignment of `values` (what the tests check the
+/// assignment by).
+#[cfg(test)]
+fn domain_loads(values: &[f64], domains: usize) -> Vec<f64> {
     let mut order: Vec<usize> = (0..values.len()).collect();
     order.sort_by(|&a, &b| values[b].total_cmp(&values[a]).then(a.cmp(&b)));
     let mut load = vec![0.0; domains.max(1)];
@@ -94,11 +96,6 @@ impl Di {
             .map(|(&t, d)| (t, domains[d]))
             .collect();
         self.runnable = runnable;
-    }
-
-    /// The domain each task is assigned to.
-    pub fn homes(&self) -> &BTreeMap<TaskId, usize> {
-        &self.home
     }
 }
 

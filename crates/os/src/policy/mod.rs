@@ -49,8 +49,6 @@ pub struct TaskView {
     pub ipc_average: f64,
     /// Its latest performance-ratio estimate (from counters), if one was made.
     pub pr_estimate: Option<f64>,
-    /// Its true performance ratio right now (from the oracle) — only the `optimal` ceiling reads it.
-    pub pr_true: Option<f64>,
 }
 
 /// Read-only state a policy decides from.
