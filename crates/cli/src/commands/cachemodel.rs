@@ -323,14 +323,7 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
             samples,
             opts,
         } => {
-            let policies: Vec<smtsched_os::PolicyName> = policies
-                .split(',')
-                .map(|p| {
-                    p.trim()
-                        .parse()
-                        .map_err(|e: String| bad_input(format!("--policies: {e}")))
-                })
-                .collect::<Result<_>>()?;
+            let policies = super::parse_policies(&policies)?;
             let spec = smtsched_cachemodel::fedorova::ScheduleSpec {
                 machine: opts.machine.clone(),
                 set: opts.set.clone(),

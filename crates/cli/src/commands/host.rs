@@ -1,23 +1,21 @@
 //! `host` and `measure`: the real machine (DESIGN §9). Arguments and output only; the work is in
 //! the `smtsched-host` crate.
 
-use super::{json_out, out, write_file};
+use super::progress_bar;
+use super::{json_out, out, write_file, MatrixFiles};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use smtsched_host::kernels::{KernelKind, KernelSpec};
 use smtsched_host::looper::{self, LoopSpec, Work};
 use smtsched_host::measure::{self, MeasureConfig, Measurement, WorkloadDef};
 use smtsched_host::perf::{self, CounterSet, Event, EventStatus, Target};
 use smtsched_host::{affinity, Shutdown, Topology};
 use smtsched_model::{CpuSet, Placement};
-use smtsched_report::matrix::{
-    grid_csv, heatmap_svg, pairs_csv, render_grid, render_summary, summarize,
-};
+use smtsched_report::matrix::{render_grid, render_summary, summarize};
 use smtsched_report::Table;
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -825,17 +823,10 @@ fn pairs(a: PairsArgs) -> Result<()> {
         }
     }
     let stop = Shutdown::install().context("cannot install the SIGINT/SIGTERM handler")?;
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{msg:30} [{bar:30}] {pos}/{len} experiments, {elapsed} elapsed, ~{eta} left",
-        )?
-        .progress_chars("=> "),
-    );
+    let bar = progress_bar(
+        None,
+        "{msg:30} [{bar:30}] {pos}/{len} experiments, {elapsed} elapsed, ~{eta} left",
+    )?;
     let started = std::time::Instant::now();
     let m = measure::measure(&topo, &cfg, &stop, &Bar(bar.clone()));
     bar.finish_and_clear();
@@ -887,28 +878,17 @@ fn pairs(a: PairsArgs) -> Result<()> {
 
 fn write_outputs(a: &PairsArgs, m: &Measurement) -> Result<()> {
     let several = m.matrices.len() > 1;
+    let wanted = MatrixFiles {
+        json: a.output.as_deref(),
+        csv: a.csv.as_deref(),
+        pairs_csv: a.pairs_csv.as_deref(),
+        svg: a.svg.as_deref(),
+    };
     // Render everything first, so that a failure leaves no partial set of files.
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     for x in &m.matrices {
-        if let Some(p) = &a.output {
-            files.push((
-                per_placement(p, x.placement, several),
-                serde_json::to_string_pretty(x)? + "\n",
-            ));
-        }
-        if let Some(p) = &a.csv {
-            files.push((per_placement(p, x.placement, several), grid_csv(x)));
-        }
-        if let Some(p) = &a.pairs_csv {
-            files.push((per_placement(p, x.placement, several), pairs_csv(x)));
-        }
-        if let Some(p) = &a.svg {
-            let title = format!("Measured PR, {}", x.placement);
-            files.push((
-                per_placement(p, x.placement, several),
-                heatmap_svg(x, &title).map_err(anyhow::Error::msg)?,
-            ));
-        }
+        let title = format!("Measured PR, {}", x.placement);
+        files.extend(wanted.render(x, &title, |p| per_placement(p, x.placement, several))?);
     }
     for (path, text) in files {
         write_file(&path, text.as_bytes())?;

@@ -1,16 +1,13 @@
 //! `matrix`: the pairwise performance-ratio matrix.
 
-use super::{json_out, out, protocol, workload, write_file};
+use super::counting_bar;
+use super::{json_out, out, protocol, workload, write_file, MatrixFiles};
 use crate::args::MatrixArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smtsched_model::{expand_workload_list, Placement};
-use smtsched_report::matrix::{
-    grid_csv, heatmap_svg, pairs_csv, render_grid, render_speedup_grid, render_summary, summarize,
-};
+use smtsched_report::matrix::{render_grid, render_speedup_grid, render_summary, summarize};
 use smtsched_uarch::Workload;
-use std::io::IsTerminal;
 
 pub fn run(a: MatrixArgs) -> Result<()> {
     let m = a.sim.machine.load()?;
@@ -30,17 +27,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
     let refs: Vec<&dyn Workload> = profiles.iter().map(|p| p.as_ref()).collect();
     let proto = protocol(&a.sim, &m, a.rounds)?;
     let runs = profiles.len() * 2 + profiles.len() * (profiles.len() + 1) / 2;
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(Some(runs as u64), ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{msg} [{bar:40}] {pos}/{len} runs, {elapsed} elapsed, ~{eta} left",
-        )?
-        .progress_chars("=> "),
-    );
+    let bar = counting_bar(runs as u64, "runs")?;
     bar.set_message(format!("{} pairs on {}", runs - profiles.len() * 2, m.name));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(a.threads.unwrap_or(0))
@@ -53,31 +40,20 @@ pub fn run(a: MatrixArgs) -> Result<()> {
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
     let summary = summarize(&matrix).ok_or_else(|| bad_input("no pairs"))?;
-    if let Some(p) = &a.output {
-        write_file(
-            p,
-            (serde_json::to_string_pretty(&matrix)? + "\n").as_bytes(),
-        )?;
-    }
-    if let Some(p) = &a.csv {
-        write_file(p, grid_csv(&matrix).as_bytes())?;
-    }
-    if let Some(p) = &a.pairs_csv {
-        write_file(p, pairs_csv(&matrix).as_bytes())?;
-    }
-    if let Some(p) = &a.svg {
-        let title = format!(
-            "Performance ratio, {} on {} ({})",
-            names.len(),
-            m.name,
-            placement
-        );
-        write_file(
-            p,
-            heatmap_svg(&matrix, &title)
-                .map_err(anyhow::Error::msg)?
-                .as_bytes(),
-        )?;
+    let files = MatrixFiles {
+        json: a.output.as_deref(),
+        csv: a.csv.as_deref(),
+        pairs_csv: a.pairs_csv.as_deref(),
+        svg: a.svg.as_deref(),
+    };
+    let title = format!(
+        "Performance ratio, {} on {} ({})",
+        names.len(),
+        m.name,
+        placement
+    );
+    for (path, text) in files.render(&matrix, &title, std::path::Path::to_path_buf)? {
+        write_file(&path, text.as_bytes())?;
     }
     if a.json {
         return json_out(&serde_json::json!({ "summary": summary, "matrix": matrix }));

@@ -15,10 +15,77 @@ pub mod train;
 use crate::args::{Command, SimArgs};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smtsched_model::{load_machine, load_workload, MachineModel, Override};
 use smtsched_uarch::{Protocol, Workload};
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
+
+/// A progress bar on stderr drawn with `template` (indicatif's syntax) when stderr is a
+/// terminal, hidden otherwise; without `len` it counts up (a spinner or an open-ended bar).
+pub(crate) fn progress_bar(len: Option<u64>, template: &str) -> Result<ProgressBar> {
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr())
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(ProgressStyle::with_template(template)?.progress_chars("=> "));
+    Ok(bar)
+}
+
+/// The usual bar: `len` things of `unit`, time elapsed and left.
+pub(crate) fn counting_bar(len: u64, unit: &str) -> Result<ProgressBar> {
+    progress_bar(
+        Some(len),
+        &format!("{{msg}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{elapsed}} elapsed, ~{{eta}} left"),
+    )
+}
+
+/// A comma-separated `--policies` list.
+pub(crate) fn parse_policies(list: &str) -> Result<Vec<smtsched_os::PolicyName>> {
+    list.split(',')
+        .map(|p| {
+            p.trim()
+                .parse()
+                .map_err(|e: String| bad_input(format!("--policies: {e}")))
+        })
+        .collect()
+}
+
+/// Where a PR matrix is written: `-o` JSON, `--csv` grid, `--pairs-csv` list, `--svg` heatmap.
+pub(crate) struct MatrixFiles<'a> {
+    pub json: Option<&'a Path>,
+    pub csv: Option<&'a Path>,
+    pub pairs_csv: Option<&'a Path>,
+    pub svg: Option<&'a Path>,
+}
+
+impl MatrixFiles<'_> {
+    /// The text of every file asked for, at `path(file)`, with `title` on the heatmap; nothing is
+    /// written, so that a failure leaves no partial set of files.
+    pub fn render(
+        &self,
+        x: &smtsched_model::PrMatrix,
+        title: &str,
+        path: impl Fn(&Path) -> std::path::PathBuf,
+    ) -> Result<Vec<(std::path::PathBuf, String)>> {
+        use smtsched_report::matrix::{grid_csv, heatmap_svg, pairs_csv};
+        let mut files = Vec::new();
+        if let Some(p) = self.json {
+            files.push((path(p), serde_json::to_string_pretty(x)? + "\n"));
+        }
+        if let Some(p) = self.csv {
+            files.push((path(p), grid_csv(x)));
+        }
+        if let Some(p) = self.pairs_csv {
+            files.push((path(p), pairs_csv(x)));
+        }
+        if let Some(p) = self.svg {
+            files.push((path(p), heatmap_svg(x, title).map_err(anyhow::Error::msg)?));
+        }
+        Ok(files)
+    }
+}
 
 pub fn run(command: Command) -> Result<()> {
     match command {

@@ -88,18 +88,15 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                         .chain(std::iter::once("slice ratio".to_string()))
                         .chain(results.iter().map(|r| r.policy.clone())),
                 );
-                let ratios: Vec<Vec<(String, Option<f64>, f64)>> = results
+                // Per policy, per run: (task, PR relative to the top task, slice ratio).
+                let ratios: Vec<Vec<Vec<_>>> = results
                     .iter()
-                    .map(|r| r.runs[0].priority_ratios())
+                    .map(|r| r.runs.iter().map(|run| run.priority_ratios()).collect())
                     .collect();
-                for (i, (name, _, want)) in ratios[0].iter().enumerate() {
+                for (i, (name, _, want)) in ratios[0][0].iter().enumerate() {
                     t.row([name.clone(), format!("{want:.2}")].into_iter().chain(
-                        results.iter().map(|r| {
-                            let v: Vec<f64> = r
-                                .runs
-                                .iter()
-                                .filter_map(|run| run.priority_ratios()[i].1)
-                                .collect();
+                        ratios.iter().map(|runs| {
+                            let v: Vec<f64> = runs.iter().filter_map(|run| run[i].1).collect();
                             if v.is_empty() {
                                 "-".into()
                             } else {

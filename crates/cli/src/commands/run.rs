@@ -1,6 +1,6 @@
 //! `run`: the OS scheduling simulator on a task set under several policies.
 
-use super::{json_out, out, write_file};
+use super::{json_out, out, parse_policies, write_file};
 use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -91,18 +91,8 @@ pub fn run(a: RunArgs) -> Result<()> {
         .baseline
         .parse()
         .map_err(|e: String| bad_input(format!("--baseline: {e}")))?;
-    let policies: Vec<PolicyName> = a
-        .policies
-        .split(',')
-        .map(|p| {
-            p.trim()
-                .parse::<PolicyName>()
-                .map_err(|e| bad_input(format!("--policies: {e}")))
-        })
-        .collect::<Result<_>>()?;
-    if policies.is_empty() {
-        return Err(bad_input("--policies names no policy"));
-    }
+    // Never empty: an empty item is an unknown policy.
+    let policies: Vec<PolicyName> = parse_policies(&a.policies)?;
     if !(a.duration > a.stagger && a.duration.is_finite()) || a.stagger < 0.0 {
         return Err(bad_input(format!(
             "--duration {}: must be a positive number of seconds longer than --stagger {}",

@@ -2,10 +2,11 @@
 //! simulator's caches against cachegrind. The work is in `smtsched-trace`; this file parses
 //! arguments and prints.
 
+use super::progress_bar;
 use super::{json_out, out};
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use smtsched_report::Table;
 use smtsched_trace::crosscheck::{
     cachegrind_machine, open_for_check, relative_difference, simulate, CachegrindModel,
@@ -15,7 +16,6 @@ use smtsched_trace::valgrind::{
     import_file, record, run_cachegrind, CacheConfig, Geometry, ProgramOutput, RecordOptions,
 };
 use smtsched_trace::TraceFile;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -188,19 +188,13 @@ pub fn run(a: TraceArgs) -> Result<()> {
 }
 
 /// A spinner that shows how much log has been read (only on a terminal).
-fn log_spinner(what: &str) -> ProgressBar {
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    if let Ok(style) = ProgressStyle::with_template(
+fn log_spinner(what: &str) -> Result<ProgressBar> {
+    let bar = progress_bar(
+        None,
         "{spinner} {msg}: {binary_bytes} of lackey log read, {elapsed}",
-    ) {
-        bar.set_style(style);
-    }
+    )?;
     bar.set_message(what.to_string());
-    bar
+    Ok(bar)
 }
 
 fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
@@ -227,7 +221,7 @@ fn run_record(
             ProgramOutput::Inherit
         },
     };
-    let bar = log_spinner(&format!("recording {}", opts.command.join(" ")));
+    let bar = log_spinner(&format!("recording {}", opts.command.join(" ")))?;
     let flag = interrupt_flag();
     let started = Instant::now();
     let r = record(&opts, output, Some(&flag), &|b| bar.set_position(b));
@@ -265,7 +259,7 @@ fn run_record(
 }
 
 fn run_import(input: &str, output: &Path, max_instructions: Option<u64>, json: bool) -> Result<()> {
-    let bar = log_spinner(&format!("importing {input}"));
+    let bar = log_spinner(&format!("importing {input}"))?;
     let flag = interrupt_flag();
     let started = Instant::now();
     let r = import_file(input, output, max_instructions, Some(&flag), &|b| {
@@ -417,7 +411,7 @@ fn run_crosscheck(
             dir.join("crosscheck.smtt")
         }
     };
-    let bar = log_spinner(&format!("recording {}", command.join(" ")));
+    let bar = log_spinner(&format!("recording {}", command.join(" ")))?;
     let opts = RecordOptions {
         command: command.clone(),
         max_instructions: None,

@@ -2,13 +2,13 @@
 //! least-squares fit, validation on held-out workloads, other estimators beside it, and what
 //! estimation accuracy is worth to the schedulers.
 
+use super::counting_bar;
 use super::run::{estimator, oracle};
 use super::{json_out, machine, out, workload, write_file};
 use crate::args::MachineArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smtsched_estimate::compare::{compare, report as compare_report};
 use smtsched_estimate::fit::{parse_features, predict, report as fit_report, train};
 use smtsched_estimate::gbt::GbtParams;
@@ -28,7 +28,6 @@ use smtsched_os::taskset::TaskSetSpec;
 use smtsched_os::{LinearModel, PolicyName};
 use smtsched_report::{Summary, Table};
 use smtsched_uarch::Workload;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -303,22 +302,6 @@ fn workload_names(spec: &str) -> Vec<String> {
     names
 }
 
-/// A progress bar on stderr when it is a terminal.
-fn progress_bar(len: u64, unit: &str) -> Result<ProgressBar> {
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr())
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{msg}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{elapsed}} elapsed, ~{{eta}} left"
-        ))?
-        .progress_chars("=> "),
-    );
-    Ok(bar)
-}
-
 fn simulated_windows(a: &WindowsArgs) -> Result<WindowSet> {
     let m = a.machine.load()?;
     let names = workload_names(&a.workloads);
@@ -340,7 +323,7 @@ fn simulated_windows(a: &WindowsArgs) -> Result<WindowSet> {
         sample_cycles: a.sample_cycles,
     };
     proto.check()?;
-    let bar = progress_bar(run_count(refs.len(), a.runs) as u64, "runs")?;
+    let bar = counting_bar(run_count(refs.len(), a.runs) as u64, "runs")?;
     bar.set_message(format!("windows on {}", m.name));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(a.threads.unwrap_or(0))
@@ -529,7 +512,7 @@ fn ablation(a: AblationArgs) -> Result<()> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .collect();
-    let bar = progress_bar((names.len() * estimators.len()) as u64, "simulations")?;
+    let bar = counting_bar((names.len() * estimators.len()) as u64, "simulations")?;
     bar.set_message("ablation");
     for name in names {
         let e = load_experiment(name)?;
