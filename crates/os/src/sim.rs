@@ -177,6 +177,9 @@ pub struct OsSim<'a> {
     cpus: Vec<Cpu>,
     /// Logical CPUs in use.
     online: Vec<bool>,
+    /// Per CPU, the other online CPUs of its core, and its package (fixed after `new`).
+    siblings_of: Vec<Vec<CpuId>>,
+    package_of: Vec<usize>,
     rng: SimRng,
     now: f64,
     tick_cycles: f64,
@@ -221,6 +224,16 @@ impl<'a> OsSim<'a> {
         if !online.iter().any(|&o| o) {
             return Err("cpus: no CPU to run on".into());
         }
+        let location = |c: CpuId| machine.cpu_location(c as u32).expect("cpu exists");
+        let siblings_of = (0..n)
+            .map(|cpu| {
+                let core = location(cpu).core;
+                (0..n)
+                    .filter(|&c| c != cpu && online[c] && location(c).core == core)
+                    .collect()
+            })
+            .collect();
+        let package_of = (0..n).map(|c| location(c).package as usize).collect();
         let hz_cycles = machine.clock_ghz * 1e9;
         let tick_cycles = hz_cycles / config.hz;
         let phase_cycles: Vec<Vec<f64>> = (0..set.tasks.len())
@@ -244,12 +257,14 @@ impl<'a> OsSim<'a> {
         let sim = OsSim {
             machine,
             oracle,
-            fractional: policy.name() == "fair",
+            fractional: policy.fractional_slices(),
             policy,
             specs: set.tasks.clone(),
             tasks: Vec::new(),
             cpus: vec![Cpu::default(); n],
             online,
+            siblings_of,
+            package_of,
             rng: SimRng::new(derive_seed(config.seed, "os")),
             now: 0.0,
             tick_cycles,
@@ -646,7 +661,8 @@ impl<'a> OsSim<'a> {
 
     fn on_tick(&mut self) {
         let estimates = self.policy.estimates();
-        let view = self.view(false);
+        // Only a policy that charges fractions of a tick needs a view to charge by.
+        let charge_view = self.fractional.then(|| self.view(false));
         for c in 0..self.cpus.len() {
             if !self.online[c] {
                 continue;
@@ -668,11 +684,12 @@ impl<'a> OsSim<'a> {
             }
             match self.config.baseline {
                 Baseline::Linux24 => {
-                    let charge = self.policy.tick_charge(t, c, &view);
-                    let units = if self.fractional {
-                        (charge * TICK_UNITS as f64).round() as i64
-                    } else {
-                        TICK_UNITS
+                    let units = match &charge_view {
+                        Some(view) => {
+                            let charge = self.policy.tick_charge(t, c, view);
+                            (charge * TICK_UNITS as f64).round() as i64
+                        }
+                        None => TICK_UNITS,
                     };
                     let task = &mut self.tasks[t];
                     task.counter -= units;
@@ -684,10 +701,12 @@ impl<'a> OsSim<'a> {
                 Baseline::Modern => {
                     // `fair` on the present-day baseline: virtual time runs faster for tasks doing
                     // well under SMT.
-                    let charge = self.policy.tick_charge(t, c, &view);
                     let task = &mut self.tasks[t];
-                    task.vruntime +=
-                        (charge - 1.0) * self.tick_cycles * 1024.0 / nice_weight(task.nice);
+                    if let Some(view) = &charge_view {
+                        let charge = self.policy.tick_charge(t, c, view);
+                        task.vruntime +=
+                            (charge - 1.0) * self.tick_cycles * 1024.0 / nice_weight(task.nice);
+                    }
                     // Slice used up and someone else waiting: preempt.
                     if !self.cpus[c].queue.is_empty() && task.vruntime >= task.deadline {
                         self.cpus[c].need_resched = true;
@@ -736,29 +755,13 @@ impl<'a> OsSim<'a> {
         }
     }
 
-    fn siblings(&self, cpu: CpuId) -> Vec<CpuId> {
-        let core = self
-            .machine
-            .cpu_location(cpu as u32)
-            .expect("cpu exists")
-            .core;
-        (0..self.cpus.len())
-            .filter(|&c| {
-                c != cpu
-                    && self.online[c]
-                    && self
-                        .machine
-                        .cpu_location(c as u32)
-                        .is_some_and(|l| l.core == core)
-            })
-            .collect()
+    /// The other online CPUs of `cpu`'s core.
+    fn siblings(&self, cpu: CpuId) -> &[CpuId] {
+        &self.siblings_of[cpu]
     }
 
-    fn package(&self, cpu: CpuId) -> u32 {
-        self.machine
-            .cpu_location(cpu as u32)
-            .expect("cpu exists")
-            .package
+    fn package(&self, cpu: CpuId) -> usize {
+        self.package_of[cpu]
     }
 
     fn view(&self, with_pairs: bool) -> SchedView {
@@ -782,9 +785,9 @@ impl<'a> OsSim<'a> {
                 })
                 .collect(),
             current: self.cpus.iter().map(|c| c.current).collect(),
-            package_of: (0..n).map(|c| self.package(c) as usize).collect(),
+            package_of: self.package_of.clone(),
             online: self.online.clone(),
-            siblings_of: (0..n).map(|c| self.siblings(c)).collect(),
+            siblings_of: self.siblings_of.clone(),
             pair_true: Default::default(),
         };
         if with_pairs {

@@ -21,6 +21,10 @@ impl Policy for Fair {
         Estimates::PerTick
     }
 
+    fn fractional_slices(&self) -> bool {
+        true
+    }
+
     fn tick_charge(&mut self, task: TaskId, _cpu: CpuId, view: &SchedView) -> f64 {
         match view.tasks[task].pr_estimate {
             Some(p) => (p / AVERAGE_PR).clamp(MIN_CHARGE, MAX_CHARGE),

@@ -138,6 +138,12 @@ pub trait Policy: Send {
         g.stock()
     }
 
+    /// Whether `tick_charge` charges fractions of a tick, so that slices keep fractional
+    /// remainders across epochs. Only then is `tick_charge` called.
+    fn fractional_slices(&self) -> bool {
+        false
+    }
+
     /// Fraction of a tick charged to the slice of `task` running on `cpu` (1 = stock).
     fn tick_charge(&mut self, _task: TaskId, _cpu: CpuId, _view: &SchedView) -> f64 {
         1.0
