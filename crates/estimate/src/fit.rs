@@ -366,21 +366,12 @@ pub fn predict(
     } else if set.rows.is_empty() {
         return Err(EstimateError::Empty(format!("{file} has no windows")));
     }
-    let float = set
+    Ok(set
         .rows
         .iter()
         .map(|w| {
             let (s, b) = w.epc();
-            model.estimate(&s, &b)
+            (model.estimate(&s, &b), model.estimate_fixed(&s, &b))
         })
-        .collect();
-    let fixed = set
-        .rows
-        .iter()
-        .map(|w| {
-            let (s, b) = w.epc();
-            model.estimate_fixed(&s, &b)
-        })
-        .collect();
-    Ok((float, fixed))
+        .unzip())
 }

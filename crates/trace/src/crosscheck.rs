@@ -189,22 +189,9 @@ pub struct SimulatorCounts {
 /// Runs one pass of `trace` through the simulator on `machine` (a two-level cachegrind-like
 /// machine): the full engine, and the memory system on its own.
 pub fn simulate(trace: &TraceWorkload, machine: &MachineModel) -> Result<SimulatorCounts> {
-    let n = trace.replayed_instructions();
-    let proto = Protocol {
-        seed: 1,
-        warmup_instructions: 0,
-        measure_instructions: n,
-        quantum_cycles: 1 << 40,
-        timeshare_rounds: 1,
-    };
-    let r = smtsched_uarch::protocol::solo(machine, trace, 0, 0, &proto)
-        .map_err(|e| TraceError::Invalid(e.to_string()))?;
-    let mut out = SimulatorCounts {
-        instructions: r.window.instructions,
-        d1_misses: r.window.l1d_misses,
-        ll_misses: r.window.l2_misses + r.window.l3_misses,
-        ..Default::default()
-    };
+    // The memory system alone first: its pass also counts the instructions one pass replays
+    // (what `TraceWorkload::replayed_instructions` would read the whole trace again for).
+    let mut out = SimulatorCounts::default();
     let mut mem = MemorySystem::new(machine, 1);
     let who = Requester {
         slot: 0,
@@ -215,7 +202,9 @@ pub fn simulate(trace: &TraceWorkload, machine: &MachineModel) -> Result<Simulat
     let shift = mem.fetch_line_shift(0);
     let levels = mem.data_path(0).len();
     let mut last_line = u64::MAX;
+    let mut n = 0;
     trace.for_each_event(|e| {
+        n += e.run as u64 + 1;
         for line in (e.run_pc >> shift)..=(e.pc >> shift) {
             if line != last_line {
                 last_line = line;
@@ -229,6 +218,18 @@ pub fn simulate(trace: &TraceWorkload, machine: &MachineModel) -> Result<Simulat
             out.memory_ll_data_misses += (d.depth == levels) as u64;
         }
     });
+    let proto = Protocol {
+        seed: 1,
+        warmup_instructions: 0,
+        measure_instructions: n,
+        quantum_cycles: 1 << 40,
+        timeshare_rounds: 1,
+    };
+    let r = smtsched_uarch::protocol::solo(machine, trace, 0, 0, &proto)
+        .map_err(|e| TraceError::Invalid(e.to_string()))?;
+    out.instructions = r.window.instructions;
+    out.d1_misses = r.window.l1d_misses;
+    out.ll_misses = r.window.l2_misses + r.window.l3_misses;
     Ok(out)
 }
 

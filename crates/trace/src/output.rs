@@ -43,16 +43,18 @@ impl AtomicFile {
         &self.dest
     }
 
-    /// Flushes, syncs and renames the file into place.
+    /// Flushes, syncs and renames the file into place; on failure the temporary file is removed.
     pub fn commit(mut self) -> Result<()> {
         let out = self.out.take().expect("not committed twice");
-        let f = out
+        let result = out
             .into_inner()
-            .map_err(|e| TraceError::write(&self.dest, e.into_error()))?;
-        f.sync_all().map_err(|e| TraceError::write(&self.dest, e))?;
-        drop(f);
-        std::fs::rename(&self.tmp, &self.dest).map_err(|e| TraceError::write(&self.dest, e))?;
-        Ok(())
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+            .and_then(|()| std::fs::rename(&self.tmp, &self.dest));
+        if result.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        result.map_err(|e| TraceError::write(&self.dest, e))
     }
 }
 

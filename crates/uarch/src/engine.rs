@@ -3,7 +3,7 @@
 //! interleave as they would in time. Everything is deterministic: no host clock, no host threads.
 
 use crate::counters::ThreadCounters;
-use crate::memory::{MemorySystem, Requester};
+use crate::memory::{Lookup, MemorySystem, Requester};
 use crate::share::share_bandwidth;
 use crate::stream::{Instr, InstrKind, InstructionSource, PhaseTiming};
 use smtsched_model::{CoreSpec, InorderCoreSpec, MachineModel, OooCoreSpec, SmtSharing};
@@ -293,6 +293,32 @@ impl Context {
             }
         }
         true
+    }
+
+    /// Looks up the data at `addr` (a store if `write`) and counts where it was found.
+    fn data(
+        &self,
+        t: &mut SwThread,
+        mem: &mut MemorySystem,
+        addr: u64,
+        write: bool,
+        now: f64,
+    ) -> Lookup {
+        let found = mem.data(t.who, addr, write, now);
+        t.counters
+            .record_path(false, &self.data_levels, found.counted_depth(now));
+        found
+    }
+
+    /// Drops the misses that have completed by now from the window.
+    fn retire_completed(&mut self) {
+        while self
+            .inflight
+            .front()
+            .is_some_and(|m| m.complete <= self.now)
+        {
+            self.inflight.pop_front();
+        }
     }
 
     /// Looks up every fetch line from `first_pc` to `last_pc` not looked up already; returns the
@@ -606,9 +632,7 @@ struct OooLimits {
 /// thread while the oldest incomplete miss holds it full.
 fn dispatch_plain(ctx: &mut Context, t: &mut SwThread, mut k: u32, uops: f64, dt: f64, rob: f64) {
     while k > 0 {
-        while ctx.inflight.front().is_some_and(|m| m.complete <= ctx.now) {
-            ctx.inflight.pop_front();
-        }
+        ctx.retire_completed();
         let room = match ctx.inflight.front() {
             None => k,
             // Truncation is the floor here: the value is clamped non-negative first.
@@ -717,9 +741,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
 
         // The event instruction: wait for the window to have room for it.
         loop {
-            while ctx.inflight.front().is_some_and(|m| m.complete <= ctx.now) {
-                ctx.inflight.pop_front();
-            }
+            ctx.retire_completed();
             match ctx.inflight.front() {
                 Some(m)
                     if ctx.uop_seq - m.uop_seq + uops > lim.rob
@@ -738,9 +760,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
             InstrKind::Load => {
                 t.counters.loads += 1;
                 ctx.load_seq += 1;
-                let found = mem.data(t.who, instr.addr, false, now);
-                t.counters
-                    .record_path(false, &ctx.data_levels, found.counted_depth(now));
+                let found = ctx.data(t, mem, instr.addr, false, now);
                 let mut issue = now;
                 if instr.dependent && ctx.chase_ready > issue {
                     issue = ctx.chase_ready;
@@ -778,9 +798,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
                     let until = ctx.store_misses.pop_front().expect("non-empty");
                     ctx.stall(t, until);
                 }
-                let found = mem.data(t.who, instr.addr, true, ctx.now);
-                t.counters
-                    .record_path(false, &ctx.data_levels, found.counted_depth(ctx.now));
+                let found = ctx.data(t, mem, instr.addr, true, ctx.now);
                 if found.depth > 0 {
                     let ready = mem.ready_time(t.who.cpu, false, found, ctx.now);
                     insert_sorted(&mut ctx.store_misses, ready);
@@ -912,18 +930,14 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 match instr.kind {
                     InstrKind::Load => {
                         t.counters.loads += 1;
-                        let found = mem.data(t.who, instr.addr, false, now);
-                        t.counters
-                            .record_path(false, &ctx.data_levels, found.counted_depth(now));
+                        let found = ctx.data(t, mem, instr.addr, false, now);
                         if found.depth > 0 {
                             ready = mem.ready_time(t.who.cpu, false, found, now).max(ready);
                         }
                     }
                     InstrKind::Store => {
                         t.counters.stores += 1;
-                        let found = mem.data(t.who, instr.addr, true, now);
-                        t.counters
-                            .record_path(false, &ctx.data_levels, found.counted_depth(now));
+                        let found = ctx.data(t, mem, instr.addr, true, now);
                         if found.depth > 0 {
                             // Stores drain through a store buffer; the transfer still uses the bus.
                             mem.ready_time(t.who.cpu, false, found, now);
