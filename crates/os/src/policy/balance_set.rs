@@ -396,7 +396,7 @@ impl Policy for BalanceSet {
 
     fn tick(&mut self, cpu: CpuId, view: &SchedView) {
         // Once per tick, on the first online CPU.
-        if view.online.iter().position(|&o| o) != Some(cpu) {
+        if cpu != view.first_cpu() {
             return;
         }
         let runnable: Vec<TaskId> = (0..view.tasks.len())

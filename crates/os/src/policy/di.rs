@@ -105,7 +105,7 @@ impl Policy for Di {
     }
 
     fn tick(&mut self, cpu: CpuId, view: &SchedView) {
-        if view.online.iter().position(|&o| o) == Some(cpu) {
+        if cpu == view.first_cpu() {
             self.assign(view);
         }
     }

@@ -31,12 +31,7 @@ impl Gangs {
         if self.gangs.is_empty() {
             return;
         }
-        let can_run = self.gangs[self.current].iter().any(|&t| {
-            view.tasks
-                .get(t)
-                .is_some_and(|v| v.runnable && v.slice_left >= 1.0)
-        });
-        if !can_run || view.tick >= self.since_tick + GANG_TICKS {
+        if !self.current_can_run(view) || view.tick >= self.since_tick + GANG_TICKS {
             self.current = (self.current + 1) % self.gangs.len();
             self.since_tick = view.tick;
             self.changed = true;
