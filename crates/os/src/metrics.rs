@@ -129,19 +129,10 @@ impl Metrics {
             };
         }
         let n = prs.len() as f64;
-        let mean = prs.iter().sum::<f64>() / n;
-        let sd = if prs.len() > 1 {
-            (prs.iter().map(|p| (p - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        } else {
-            0.0
-        };
+        let (_, sd) = smtsched_report::stats::mean_sd(&prs);
         let mut sorted = prs.clone();
         sorted.sort_by(f64::total_cmp);
-        let q = |p: f64| {
-            let h = (sorted.len() - 1) as f64 * p;
-            let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
-            sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
-        };
+        let q = |p: f64| smtsched_report::stats::quantile_sorted(&sorted, p);
         Summary {
             system_speedup: prs.iter().sum(),
             antt: prs.iter().map(|p| 1.0 / p).sum::<f64>() / n,
