@@ -15,7 +15,7 @@ use crate::group::{thread_miss_ratios_with, Solver};
 use crate::histogram::Histogram;
 use crate::model::{Geometry, ThreadModel};
 use smtsched_model::{CacheContents, CoreSpec, MachineModel, Scope};
-use smtsched_os::oracle::{Epc, Occupant, RateModel, ThreadRate};
+use smtsched_os::oracle::{CounterEvent, Epc, Occupant, RateModel, ThreadRate};
 
 /// Rounds of the IPC ↔ miss-ratio iteration.
 const ROUNDS: usize = 4;
@@ -90,16 +90,17 @@ impl ReuseRateModel {
                     refs_per_instr: m.profile.refs_per_instruction(),
                     solo_l1: m.miss_ratio_with(solver, geom.l1_lines),
                     solo_llc: m.miss_ratio_with(solver, geom.llc_lines),
-                    per_instr: Epc {
-                        instructions: 1.0,
-                        l1i_misses: s.l1i_misses as f64 / instr,
-                        l1d_misses: 0.0,
-                        llc_misses: 0.0,
-                        fp_ops: s.fp_ops as f64 / instr,
-                        loads: s.loads as f64 / instr,
-                        stores: s.stores as f64 / instr,
-                        branch_mispredicts: s.branch_mispredicts as f64 / instr,
-                    },
+                    per_instr: Epc::from_pairs(&[
+                        (CounterEvent::Instructions, 1.0),
+                        (CounterEvent::L1iMisses, s.l1i_misses as f64 / instr),
+                        (CounterEvent::FpOps, s.fp_ops as f64 / instr),
+                        (CounterEvent::Loads, s.loads as f64 / instr),
+                        (CounterEvent::Stores, s.stores as f64 / instr),
+                        (
+                            CounterEvent::BranchMispredicts,
+                            s.branch_mispredicts as f64 / instr,
+                        ),
+                    ]),
                     footprint_lines: m.profile.distinct_lines as f64,
                 }
             })
@@ -199,15 +200,13 @@ impl RateModel for ReuseRateModel {
                     ThreadRate {
                         pr: ipc * t.solo_cpi,
                         ipc,
-                        epc: Epc {
-                            instructions: ipc,
-                            l1i_misses: e.l1i_misses * ipc,
-                            l1d_misses: l1 * t.refs_per_instr * ipc,
-                            llc_misses: llc * t.refs_per_instr * ipc,
-                            fp_ops: e.fp_ops * ipc,
-                            loads: e.loads * ipc,
-                            stores: e.stores * ipc,
-                            branch_mispredicts: e.branch_mispredicts * ipc,
+                        epc: {
+                            // Per instruction × instructions per cycle; the cache levels from
+                            // the model.
+                            let mut epc = e.scaled(ipc);
+                            epc.set(CounterEvent::L1dMisses, l1 * t.refs_per_instr * ipc);
+                            epc.set(CounterEvent::LlcMisses, llc * t.refs_per_instr * ipc);
+                            epc
                         },
                     }
                 })

@@ -75,7 +75,7 @@ pub fn compare(
         let features = parse_features(spec)?;
         let (cols, y) = design(train_set, &features, train_file)?;
         let (test_cols, _) = design(test, &features, test_file)?;
-        let model = gbt::fit(&cols, &features, &y, params)?;
+        let model = gbt::fit(&cols, &crate::fit::feature_names(&features), &y, params)?;
         let row = |c: &[Vec<f64>], i: usize| c.iter().map(|col| col[i]).collect::<Vec<_>>();
         let fitted: Vec<f64> = (0..y.len())
             .map(|i| model.predict(&row(&cols, i)))

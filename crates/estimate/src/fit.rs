@@ -3,8 +3,8 @@
 use crate::crossval::{cross_validate, select_by_cv, CvScore, Folds};
 use crate::error::EstimateError;
 use crate::ols::{fit_with_selection, Coefficient, Selection, SelectionRule};
-use crate::windows::{feature_names, feature_slot, WindowSet};
-use smtsched_os::estimate::{DroppedTerm, FitInfo, LinearModel, Term, EVENTS};
+use crate::windows::WindowSet;
+use smtsched_os::estimate::{CounterEvent, DroppedTerm, Feature, FitInfo, LinearModel, Side, Term};
 use smtsched_report::Table;
 
 /// The thesis's ten features (Table 3.8 order): trace-cache (L1I), L2 (last-level), FP,
@@ -24,29 +24,36 @@ pub const THESIS_FEATURES: &[&str] = &[
 
 /// The thesis's name for a feature (`TC-subj`, `L2-back`, …), or the feature's own name.
 pub fn thesis_label(feature: &str) -> String {
-    let (subj, i) = match feature_slot(feature) {
-        Some(x) => x,
-        None => return feature.to_string(),
+    let Some(f) = Feature::parse(feature) else {
+        return feature.to_string();
     };
-    let ev = match EVENTS[i] {
-        "l1i_misses" => "TC/L1I",
-        "llc_misses" => "LLC",
-        "fp_ops" => "FP",
-        "instructions" => "Insts",
-        "l1d_misses" => "L1D",
-        "loads" => "Loads",
-        "stores" => "Stores",
-        "branch_mispredicts" => "Mispred",
-        other => other,
+    let ev = match f.event {
+        CounterEvent::L1iMisses => "TC/L1I",
+        CounterEvent::LlcMisses => "LLC",
+        CounterEvent::FpOps => "FP",
+        CounterEvent::Instructions => "Insts",
+        CounterEvent::L1dMisses => "L1D",
+        CounterEvent::Loads => "Loads",
+        CounterEvent::Stores => "Stores",
+        CounterEvent::BranchMispredicts => "Mispred",
     };
-    format!("{ev}-{}", if subj { "subj" } else { "back" })
+    let side = match f.side {
+        Side::Subject => "subj",
+        Side::Background => "back",
+    };
+    format!("{ev}-{side}")
+}
+
+/// The names of `features`, for the fitting code that works on any named columns.
+pub fn feature_names(features: &[Feature]) -> Vec<String> {
+    features.iter().map(ToString::to_string).collect()
 }
 
 /// Parses a feature list: `thesis`, `all`, or comma-separated feature names.
-pub fn parse_features(spec: &str) -> Result<Vec<String>, EstimateError> {
+pub fn parse_features(spec: &str) -> Result<Vec<Feature>, EstimateError> {
     let list: Vec<String> = match spec.trim() {
         "thesis" => THESIS_FEATURES.iter().map(|s| s.to_string()).collect(),
-        "all" => feature_names(),
+        "all" => crate::windows::feature_names(),
         other => other
             .split(',')
             .map(str::trim)
@@ -59,27 +66,29 @@ pub fn parse_features(spec: &str) -> Result<Vec<String>, EstimateError> {
             "--features {spec:?} names no feature"
         )));
     }
-    for (i, f) in list.iter().enumerate() {
-        if feature_slot(f).is_none() {
+    let mut features = Vec::with_capacity(list.len());
+    for f in &list {
+        let Some(feature) = Feature::parse(f) else {
             return Err(EstimateError::UnknownFeature {
                 name: f.clone(),
-                events: EVENTS.join(", "),
+                events: CounterEvent::names(),
             });
-        }
-        if list[..i].contains(f) {
+        };
+        if features.contains(&feature) {
             return Err(EstimateError::Invalid(format!(
                 "--features: {f} is named twice"
             )));
         }
+        features.push(feature);
     }
-    Ok(list)
+    Ok(features)
 }
 
 /// The columns of `features` over the windows, and the PRs. A feature the file lacks (a missing
 /// column or an empty cell) is an error naming it.
 pub fn design(
     set: &WindowSet,
-    features: &[String],
+    features: &[Feature],
     file: &str,
 ) -> Result<(Vec<Vec<f64>>, Vec<f64>), EstimateError> {
     if set.rows.is_empty() {
@@ -88,13 +97,9 @@ pub fn design(
     let mut missing = Vec::new();
     let mut cols = Vec::with_capacity(features.len());
     for f in features {
-        let col: Vec<f64> = set
-            .rows
-            .iter()
-            .map(|r| r.feature(f).unwrap_or(f64::NAN))
-            .collect();
+        let col: Vec<f64> = set.rows.iter().map(|r| r.feature(*f)).collect();
         if col.iter().all(|v| v.is_nan()) {
-            missing.push(f.clone());
+            missing.push(f.to_string());
         } else if let Some(i) = col.iter().position(|v| v.is_nan()) {
             let r = &set.rows[i];
             return Err(EstimateError::Invalid(format!(
@@ -132,7 +137,7 @@ pub struct Trained {
 pub fn train(
     set: &WindowSet,
     file: &str,
-    features: &[String],
+    features: &[Feature],
     rule: SelectionRule,
     name: &str,
 ) -> Result<Trained, EstimateError> {
@@ -144,6 +149,8 @@ pub fn train(
         }
     }
     let (cols, y) = design(set, features, file)?;
+    let features = feature_names(features);
+    let features = features.as_slice();
     let folds = Folds::leave_one_program_out(&set.rows);
     let (selection, cv) = match rule {
         SelectionRule::ProgramCv => {
@@ -164,7 +171,7 @@ pub fn train(
     };
     let last = &selection.last;
     let term = |c: &Coefficient| Term {
-        feature: c.name.clone(),
+        feature: Feature::parse(&c.name).expect("fitted columns are features"),
         coefficient: c.estimate,
         std_error: Some(c.std_error),
         p_value: Some(c.p_value),
@@ -352,15 +359,7 @@ pub fn predict(
     set: &WindowSet,
     file: &str,
 ) -> Result<(Vec<f64>, Vec<f64>), EstimateError> {
-    let features: Vec<String> = model.terms.iter().map(|t| t.feature.clone()).collect();
-    for f in &features {
-        if feature_slot(f).is_none() {
-            return Err(EstimateError::UnknownFeature {
-                name: f.clone(),
-                events: EVENTS.join(", "),
-            });
-        }
-    }
+    let features: Vec<Feature> = model.terms.iter().map(|t| t.feature).collect();
     if !features.is_empty() {
         design(set, &features, file)?;
     } else if set.rows.is_empty() {

@@ -24,7 +24,7 @@
 use crate::csv_table::CsvTable;
 use crate::error::EstimateError;
 use crate::windows::{cut_windows, label, Events, Series, WindowRecord, NE};
-use smtsched_os::estimate::EVENTS;
+use smtsched_os::estimate::CounterEvent;
 use std::collections::BTreeMap;
 
 /// Which run a sample belongs to.
@@ -61,11 +61,14 @@ pub fn parse_samples(text: &str, file: &str) -> Result<SampleFile, EstimateError
     t.require(&required, |missing| {
         format!(
             "{missing} (a samples file has subject,background,run,thread,cycles and cumulative counters: {})",
-            EVENTS.join(",")
+            CounterEvent::ALL.map(|e| e.name()).join(",")
         )
     })?;
     let [s, b, r, th, cy] = [0, 1, 2, 3, 4].map(|i| t.column(required[i]).expect("checked"));
-    let ev_cols: Vec<Option<usize>> = EVENTS.iter().map(|e| t.column(e)).collect();
+    let ev_cols: Vec<Option<usize>> = CounterEvent::ALL
+        .iter()
+        .map(|e| t.column(e.name()))
+        .collect();
     let mut out = SampleFile::default();
     for row in &t.rows {
         let cells = &row.cells;

@@ -9,74 +9,27 @@
 
 use crate::csv_table::CsvTable;
 use crate::error::EstimateError;
-use smtsched_os::estimate::{feature, EVENTS};
-use smtsched_os::oracle::Epc;
+use smtsched_os::estimate::{CounterEvent, Epc, Feature, Side};
+use smtsched_os::oracle::epc_of;
 use smtsched_uarch::ThreadCounters;
 
-/// Number of events per thread (the online model's events, `smtsched_os::estimate::EVENTS`).
-pub const NE: usize = 8;
-const _: () = assert!(EVENTS.len() == NE);
+/// Number of events per thread (every [`CounterEvent`]).
+pub const NE: usize = smtsched_model::events::EVENT_COUNT;
 
-/// Events of one thread, in the order of [`EVENTS`] (`instructions` first).
+/// Events of one thread, in the order of [`CounterEvent::ALL`] (`instructions` first).
 pub type Events = [f64; NE];
 
-/// The feature names in column order: every event of the subject, then every event of the
-/// background.
+/// The feature columns in order: every event of the subject, then every event of the background.
 pub fn feature_names() -> Vec<String> {
-    EVENTS
-        .iter()
-        .map(|e| format!("{e}_subj"))
-        .chain(EVENTS.iter().map(|e| format!("{e}_back")))
-        .collect()
-}
-
-/// Where feature `name` sits: (true for the subject, event index).
-pub fn feature_slot(name: &str) -> Option<(bool, usize)> {
-    let (event, subj) = if let Some(e) = name.strip_suffix("_subj") {
-        (e, true)
-    } else {
-        (name.strip_suffix("_back")?, false)
-    };
-    EVENTS.iter().position(|x| *x == event).map(|i| (subj, i))
-}
-
-/// An [`Epc`] as an array in [`EVENTS`] order, through the online model's own feature lookup (so
-/// the two cannot disagree on what an event means).
-pub fn events_of_epc(epc: &Epc) -> Events {
-    let zero = Epc::default();
-    let mut out = [0.0; NE];
-    for (i, e) in EVENTS.iter().enumerate() {
-        out[i] = feature(&format!("{e}_subj"), epc, &zero).expect("an event of EVENTS");
-    }
-    out
-}
-
-/// The [`Epc`] an array in [`EVENTS`] order stands for.
-pub fn epc_of_events(ev: &Events) -> Epc {
-    let mut epc = Epc::default();
-    for (i, e) in EVENTS.iter().enumerate() {
-        let slot = match *e {
-            "instructions" => &mut epc.instructions,
-            "l1i_misses" => &mut epc.l1i_misses,
-            "l1d_misses" => &mut epc.l1d_misses,
-            "llc_misses" => &mut epc.llc_misses,
-            "fp_ops" => &mut epc.fp_ops,
-            "loads" => &mut epc.loads,
-            "stores" => &mut epc.stores,
-            "branch_mispredicts" => &mut epc.branch_mispredicts,
-            other => unreachable!("event {other} has no Epc field"),
-        };
-        *slot = ev[i];
-    }
-    epc
+    Feature::all().iter().map(ToString::to_string).collect()
 }
 
 /// Counts of a simulated thread's events, with the last cache level of the machine's data path
-/// as `llc` (the same mapping [`Epc::of`] applies online).
+/// as `llc` (the same mapping [`epc_of`] applies online).
 pub fn events_of_counters(c: &ThreadCounters, llc_level: u8) -> Events {
-    // Epc::of divides by max(cycles, 1): with cycles = 1 it returns the counts themselves.
+    // epc_of divides by max(cycles, 1): with cycles = 1 it returns the counts themselves.
     let unit = ThreadCounters { cycles: 1.0, ..*c };
-    events_of_epc(&Epc::of(&unit, llc_level))
+    epc_of(&unit, llc_level).0
 }
 
 /// One training window.
@@ -96,22 +49,25 @@ pub struct WindowRecord {
     pub corun_cycles: f64,
     /// `solo_cycles / corun_cycles`.
     pub pr: f64,
-    /// Subject events per co-run cycle ([`EVENTS`] order; NaN where a file had no value).
+    /// Subject events per co-run cycle ([`CounterEvent::ALL`] order; NaN where a file had no value).
     pub subj: Events,
     /// Background events per co-run cycle over the same span of time.
     pub back: Events,
 }
 
 impl WindowRecord {
-    /// The value of feature `name` (`<event>_subj` or `<event>_back`).
-    pub fn feature(&self, name: &str) -> Option<f64> {
-        let (subj, i) = feature_slot(name)?;
-        Some(if subj { self.subj[i] } else { self.back[i] })
+    /// The value of a feature (NaN where the file had none).
+    pub fn feature(&self, f: Feature) -> f64 {
+        let i = f.event.index();
+        match f.side {
+            Side::Subject => self.subj[i],
+            Side::Background => self.back[i],
+        }
     }
 
     /// The features as the online model sees them.
     pub fn epc(&self) -> (Epc, Epc) {
-        (epc_of_events(&self.subj), epc_of_events(&self.back))
+        (Epc(self.subj), Epc(self.back))
     }
 }
 
@@ -120,7 +76,7 @@ impl WindowRecord {
 pub struct Series {
     /// Time of each sample, in cycles since the start of the run.
     pub cycles: Vec<f64>,
-    /// Cumulative events at each sample ([`EVENTS`] order).
+    /// Cumulative events at each sample ([`CounterEvent::ALL`] order).
     pub events: Vec<Events>,
 }
 
@@ -154,7 +110,8 @@ impl Series {
                     self.cycles[k - 1]
                 ));
             }
-            for (i, e) in EVENTS.iter().enumerate() {
+            for e in CounterEvent::ALL {
+                let i = e.index();
                 let (a, b) = (self.events[k - 1][i], self.events[k][i]);
                 if b < a {
                     return Err(format!(
@@ -582,21 +539,5 @@ mod tests {
         );
         let e = parse_csv("subject,background,pr\nx,y\n", "f.csv").unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
-    }
-
-    #[test]
-    fn epc_arrays_round_trip() {
-        let e = Epc {
-            instructions: 1.0,
-            l1i_misses: 2.0,
-            l1d_misses: 3.0,
-            llc_misses: 4.0,
-            fp_ops: 5.0,
-            loads: 6.0,
-            stores: 7.0,
-            branch_mispredicts: 8.0,
-        };
-        assert_eq!(epc_of_events(&events_of_epc(&e)), e);
-        assert_eq!(events_of_epc(&e), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
     }
 }

@@ -3,7 +3,7 @@
 //! that writes the same performance-ratio matrix as the simulator.
 //!
 //! ```
-//! use smtsched_host::{CounterSet, Event, KernelKind, KernelSpec, Target, Topology};
+//! use smtsched_host::{CounterSet, Event, KernelKind, KernelSpec, SysfsTopology, Target, Topology};
 //!
 //! // Topology: `/` is the live machine; tests pass an unpacked sysfs snapshot instead.
 //! let topo = Topology::live()?;
@@ -39,4 +39,4 @@ pub use error::{HostError, Result};
 pub use kernels::{KernelKind, KernelSpec};
 pub use perf::{CounterSet, Event, EventStatus, Target};
 pub use shutdown::Shutdown;
-pub use topology::{Cache, CacheKind, Core, NumaNode, Package, Topology};
+pub use topology::{Cache, CacheKind, Core, NumaNode, Package, SysfsTopology, Topology};

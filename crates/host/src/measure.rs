@@ -21,7 +21,7 @@ use crate::error::{HostError, Result};
 use crate::looper::{LoopMessage, LoopSpec, Work};
 use crate::perf::{Event, EventStatus, Reading};
 use crate::shutdown::Shutdown;
-use crate::topology::Topology;
+use crate::topology::{SysfsTopology, Topology};
 use serde::Serialize;
 use smtsched_model::matrix::{PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT};
 use smtsched_model::CpuSet;

@@ -11,6 +11,7 @@ use crate::error::{HostError, Result};
 use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Hardware, Software};
 use perf_event::{Builder, Counter};
 use serde::{Deserialize, Serialize};
+use smtsched_model::events::CounterEvent;
 use std::collections::BTreeMap;
 
 macro_rules! events {
@@ -131,6 +132,28 @@ impl Event {
             }
         }
         Ok(out)
+    }
+
+    /// The estimator's event this perf event counts, if any (the one vocabulary of
+    /// [`CounterEvent`]). `cycles` is the denominator of every rate, not an event of its own.
+    pub fn counter_event(self) -> Option<CounterEvent> {
+        Some(match self {
+            Event::Instructions => CounterEvent::Instructions,
+            Event::BranchMispredicts => CounterEvent::BranchMispredicts,
+            Event::L1dMisses => CounterEvent::L1dMisses,
+            Event::L1iMisses => CounterEvent::L1iMisses,
+            Event::LlcMisses => CounterEvent::LlcMisses,
+            _ => return None,
+        })
+    }
+
+    /// The perf event that counts `e`, if the PMU interface has one (it has no generic event
+    /// for floating-point operations, loads or stores).
+    pub fn of_counter_event(e: CounterEvent) -> Option<Event> {
+        Event::ALL
+            .iter()
+            .copied()
+            .find(|ev| ev.counter_event() == Some(e))
     }
 
     fn configure(self, b: &mut Builder) {
@@ -485,6 +508,22 @@ pub fn probe(events: &[Event]) -> Vec<(Event, EventStatus)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn perf_events_map_onto_the_estimators_vocabulary_by_name() {
+        // Where the meaning is the same the names are the same, so the mapping is by name.
+        for &e in Event::ALL {
+            match e.counter_event() {
+                Some(c) => assert_eq!(c.name(), e.name()),
+                None => assert!(CounterEvent::parse(e.name()).is_none(), "{e} unmapped"),
+            }
+        }
+        assert_eq!(
+            Event::of_counter_event(CounterEvent::LlcMisses),
+            Some(Event::LlcMisses)
+        );
+        assert_eq!(Event::of_counter_event(CounterEvent::FpOps), None);
+    }
 
     #[test]
     fn scaling_is_hand_checkable() {

@@ -10,107 +10,10 @@
 
 use crate::error::{HostError, Result};
 use crate::sysfs::{self, Root};
-use serde::{Deserialize, Serialize};
+pub use smtsched_model::topology::{Cache, CacheKind, Core, NumaNode, Package, Topology};
 use smtsched_model::CpuSet;
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// Kind of a cache, as sysfs `type` names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CacheKind {
-    Data,
-    Instruction,
-    Unified,
-}
-
-impl CacheKind {
-    fn parse(s: &str) -> Option<CacheKind> {
-        match s {
-            "Data" => Some(CacheKind::Data),
-            "Instruction" => Some(CacheKind::Instruction),
-            "Unified" => Some(CacheKind::Unified),
-            _ => None,
-        }
-    }
-
-    /// `L1d`, `L1i`, `L2` — the names hwloc and people use.
-    pub fn label(self, level: u8) -> String {
-        match self {
-            CacheKind::Data => format!("L{level}d"),
-            CacheKind::Instruction => format!("L{level}i"),
-            CacheKind::Unified => format!("L{level}"),
-        }
-    }
-}
-
-/// A physical package (socket).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Package {
-    /// `physical_package_id`; `None` where the kernel writes -1 (e.g. POWER LPARs) or nothing.
-    pub id: Option<u32>,
-    /// Online logical CPUs of the package.
-    pub cpus: CpuSet,
-}
-
-/// A core: its logical CPUs are siblings (SMT threads) of each other.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Core {
-    /// `core_id` (unique only within a package); `None` where sysfs has none.
-    pub id: Option<u32>,
-    /// Index into [`Topology::packages`], if packages are known.
-    pub package: Option<usize>,
-    /// Online sibling threads of the core.
-    pub cpus: CpuSet,
-}
-
-/// One cache instance and the online logical CPUs that share it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Cache {
-    pub level: u8,
-    pub kind: CacheKind,
-    pub size_bytes: Option<u64>,
-    pub ways: Option<u32>,
-    pub line_bytes: Option<u32>,
-    pub cpus: CpuSet,
-}
-
-impl Cache {
-    pub fn label(&self) -> String {
-        self.kind.label(self.level)
-    }
-}
-
-/// A NUMA node.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct NumaNode {
-    pub id: u32,
-    /// Online logical CPUs local to the node (empty for a memory-only node).
-    pub cpus: CpuSet,
-    pub memory_bytes: Option<u64>,
-}
-
-/// The machine: plain read-only data with lookups.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Topology {
-    /// Where it was read from (`/` for the live machine).
-    pub root: String,
-    /// `model name` (or `cpu`) from /proc/cpuinfo.
-    pub cpu_model: Option<String>,
-    /// CPUs the kernel could ever bring up (`possible`), if it says.
-    pub possible: Option<CpuSet>,
-    pub online: CpuSet,
-    /// Present CPUs that are not online (hot-unplugged).
-    pub offline: CpuSet,
-    pub packages: Vec<Package>,
-    pub cores: Vec<Core>,
-    /// Sorted by level, kind, then first CPU.
-    pub caches: Vec<Cache>,
-    pub numa_nodes: Vec<NumaNode>,
-    /// What sysfs did not say and how that was handled.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
 
 /// What sysfs says about one logical CPU.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -230,7 +133,7 @@ fn read_cpu(dir: &Path, id: u32) -> Result<RawCpu> {
     for index in sysfs::numbered_entries(&cache_dir, "index") {
         let d = cache_dir.join(format!("index{index}"));
         let level = sysfs::read_int(&d.join("level"))?;
-        let kind = sysfs::read_opt(&d.join("type")).and_then(|t| CacheKind::parse(&t));
+        let kind = sysfs::read_opt(&d.join("type")).and_then(|t| CacheKind::from_sysfs_name(&t));
         let (Some(level), Some(kind)) = (level, kind) else {
             continue;
         };
@@ -270,19 +173,29 @@ fn meminfo_total(text: &str) -> Option<u64> {
     })
 }
 
-impl Topology {
+/// A [`Topology`] as a Linux machine's sysfs gives it.
+pub trait SysfsTopology: Sized {
     /// Reads and assembles the topology of the machine whose `/` is `root`.
-    pub fn from_sysfs(root: &Path) -> Result<Topology> {
+    fn from_sysfs(root: &Path) -> Result<Self>;
+    /// The live machine.
+    fn live() -> Result<Self>;
+    /// Builds the topology from what was read. Pure.
+    fn assemble(raw: RawSysfs) -> Self;
+    /// Checks that every CPU of `cpus` exists and is online. `what` names the option in errors
+    /// (`--cpus 0-7`).
+    fn check_online(&self, cpus: &CpuSet, what: &str) -> Result<()>;
+}
+
+impl SysfsTopology for Topology {
+    fn from_sysfs(root: &Path) -> Result<Topology> {
         Ok(Topology::assemble(RawSysfs::read(root)?))
     }
 
-    /// The live machine.
-    pub fn live() -> Result<Topology> {
+    fn live() -> Result<Topology> {
         Topology::from_sysfs(Path::new("/"))
     }
 
-    /// Builds the topology from what was read. Pure.
-    pub fn assemble(raw: RawSysfs) -> Topology {
+    fn assemble(raw: RawSysfs) -> Topology {
         let mut notes = Vec::new();
         let known: CpuSet = raw.cpus.iter().map(|c| c.id).collect();
         let online: CpuSet = match &raw.online {
@@ -468,31 +381,7 @@ impl Topology {
         }
     }
 
-    /// The core holding `cpu`.
-    pub fn core_of(&self, cpu: u32) -> Option<&Core> {
-        self.cores.iter().find(|c| c.cpus.contains(cpu))
-    }
-
-    /// Sibling threads of `cpu`, itself included.
-    pub fn siblings_of(&self, cpu: u32) -> CpuSet {
-        self.core_of(cpu)
-            .map(|c| c.cpus.clone())
-            .unwrap_or_default()
-    }
-
-    /// Largest number of online threads in one core.
-    pub fn threads_per_core(&self) -> usize {
-        self.cores.iter().map(|c| c.cpus.len()).max().unwrap_or(0)
-    }
-
-    /// True if some core has two or more online threads.
-    pub fn has_smt(&self) -> bool {
-        self.threads_per_core() >= 2
-    }
-
-    /// Checks that every CPU of `cpus` exists and is online. `what` names the option in errors
-    /// (`--cpus 0-7`).
-    pub fn check_online(&self, cpus: &CpuSet, what: &str) -> Result<()> {
+    fn check_online(&self, cpus: &CpuSet, what: &str) -> Result<()> {
         if cpus.is_empty() {
             return Err(HostError::bad(format!("{what}: names no CPU")));
         }

@@ -2,7 +2,7 @@
 //! same machine (the `.console` file beside each tarball is `lstopo` output). The expected values
 //! are parsed from that text here, independently of the code under test.
 
-use smtsched_host::{CacheKind, Topology};
+use smtsched_host::{CacheKind, SysfsTopology, Topology};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -14,9 +14,11 @@ macro_rules! preset {
 
 pub mod cpulist;
 pub mod error;
+pub mod events;
 pub mod loader;
 pub mod machine;
 pub mod matrix;
+pub mod topology;
 pub mod workload;
 
 pub use cpulist::CpuSet;

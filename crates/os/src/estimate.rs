@@ -1,45 +1,8 @@
 //! Online estimation of a task's performance ratio from counter rates (thesis §3.4.1, §4.4.3):
 //! a linear model over events per cycle of the subject thread and of its sibling.
 
-use crate::oracle::Epc;
 use serde::{Deserialize, Serialize};
-
-/// Event names a model may use; `<event>_subj` and `<event>_back` are its features.
-pub const EVENTS: &[&str] = &[
-    "instructions",
-    "l1i_misses",
-    "l1d_misses",
-    "llc_misses",
-    "fp_ops",
-    "loads",
-    "stores",
-    "branch_mispredicts",
-];
-
-fn event(epc: &Epc, name: &str) -> Option<f64> {
-    Some(match name {
-        "instructions" => epc.instructions,
-        "l1i_misses" => epc.l1i_misses,
-        "l1d_misses" => epc.l1d_misses,
-        "llc_misses" => epc.llc_misses,
-        "fp_ops" => epc.fp_ops,
-        "loads" => epc.loads,
-        "stores" => epc.stores,
-        "branch_mispredicts" => epc.branch_mispredicts,
-        _ => return None,
-    })
-}
-
-/// The value of feature `name` (`<event>_subj` or `<event>_back`).
-pub fn feature(name: &str, subj: &Epc, back: &Epc) -> Option<f64> {
-    if let Some(e) = name.strip_suffix("_subj") {
-        event(subj, e)
-    } else if let Some(e) = name.strip_suffix("_back") {
-        event(back, e)
-    } else {
-        None
-    }
-}
+pub use smtsched_model::events::{CounterEvent, Epc, Feature, Side};
 
 /// `PR = intercept + Σ coefficient × feature`, features in events per cycle.
 ///
@@ -62,7 +25,8 @@ pub struct LinearModel {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Term {
-    pub feature: String,
+    /// Typed when the file is read: an unknown name is an error at load, not at each estimate.
+    pub feature: Feature,
     pub coefficient: f64,
     /// Standard error of the coefficient.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,9 +45,9 @@ pub struct Term {
 
 impl Term {
     /// A term with no statistics.
-    pub fn new(feature: &str, coefficient: f64) -> Term {
+    pub fn new(feature: Feature, coefficient: f64) -> Term {
         Term {
-            feature: feature.into(),
+            feature,
             coefficient,
             std_error: None,
             p_value: None,
@@ -151,7 +115,7 @@ impl LinearModel {
     /// features map onto the simulator's counters: trace-cache misses = level-1 instruction
     /// misses, L2 misses = last-level misses, x87 FP uops = FP operations.
     pub fn thesis_northwood() -> LinearModel {
-        let t = Term::new;
+        let t = |name: &str, c: f64| Term::new(Feature::parse(name).expect("a known feature"), c);
         LinearModel {
             name: "thesis-northwood".into(),
             source: "Bulpin thesis Table 3.8 / §4.4.3 (L2_back dropped as insignificant)".into(),
@@ -171,17 +135,12 @@ impl LinearModel {
         }
     }
 
-    /// Checks that every feature is known.
+    /// Checks what serde cannot: finite numbers.
     pub fn validate(&self) -> Result<(), String> {
-        let zero = Epc::default();
+        if !self.intercept.is_finite() {
+            return Err(format!("intercept {} is not finite", self.intercept));
+        }
         for t in &self.terms {
-            if feature(&t.feature, &zero, &zero).is_none() {
-                return Err(format!(
-                    "unknown feature {:?} (events: {})",
-                    t.feature,
-                    EVENTS.join(", ")
-                ));
-            }
             if !t.coefficient.is_finite() {
                 return Err(format!("coefficient of {} is not finite", t.feature));
             }
@@ -194,7 +153,7 @@ impl LinearModel {
             + self
                 .terms
                 .iter()
-                .map(|t| t.coefficient * feature(&t.feature, subj, back).unwrap_or(0.0))
+                .map(|t| t.coefficient * t.feature.value(subj, back))
                 .sum::<f64>()
     }
 
@@ -211,16 +170,7 @@ impl LinearModel {
     /// [`LinearModel::estimate`]: under 0.001 for any model with rates of a few events per cycle.
     pub fn estimate_fixed(&self, subj: &Epc, back: &Epc) -> f64 {
         let scale = (1u64 << NOMINAL_INTERVAL_BITS) as f64;
-        let counts = |e: &Epc| Epc {
-            instructions: (e.instructions * scale).round(),
-            l1i_misses: (e.l1i_misses * scale).round(),
-            l1d_misses: (e.l1d_misses * scale).round(),
-            llc_misses: (e.llc_misses * scale).round(),
-            fp_ops: (e.fp_ops * scale).round(),
-            loads: (e.loads * scale).round(),
-            stores: (e.stores * scale).round(),
-            branch_mispredicts: (e.branch_mispredicts * scale).round(),
-        };
+        let counts = |e: &Epc| Epc(e.0.map(|v| (v * scale).round()));
         self.estimate_fixed_counts(&counts(subj), &counts(back), 1 << NOMINAL_INTERVAL_BITS)
     }
 
@@ -234,7 +184,7 @@ impl LinearModel {
         let cycles = cycles.max(1) as i128;
         let mut acc = fix(self.intercept) as i128;
         for t in &self.terms {
-            let count = feature(&t.feature, subj, back).unwrap_or(0.0).round() as i128;
+            let count = t.feature.value(subj, back).round() as i128;
             let num = fix(t.coefficient) as i128 * count;
             // Division rounded to nearest (half away from zero).
             let q = (2 * num.abs() + cycles) / (2 * cycles);
@@ -263,25 +213,37 @@ fn from_result(r: i64) -> f64 {
 mod tests {
     use super::*;
 
+    fn f(name: &str) -> Feature {
+        Feature::parse(name).unwrap()
+    }
+
+    #[test]
+    fn an_unknown_feature_is_rejected_when_the_file_is_read() {
+        let bad =
+            r#"{"name":"m","intercept":0.5,"terms":[{"feature":"cycles_subj","coefficient":1}]}"#;
+        let e = serde_json::from_str::<LinearModel>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown feature \"cycles_subj\""), "{e}");
+    }
+
     #[test]
     fn thesis_model_at_its_mean_rates_gives_about_the_mean_pr() {
         // Table 3.8's mean events per 1000 cycles; the digest works the result out as ≈ 0.624.
-        let subj = Epc {
-            l1i_misses: 0.554e-3,
-            llc_misses: 1.440e-3,
-            fp_ops: 52.0e-3,
-            instructions: 258e-3,
-            l1d_misses: 10.7e-3,
-            ..Default::default()
-        };
-        let back = Epc {
-            l1i_misses: 0.561e-3,
-            llc_misses: 1.43e-3,
-            fp_ops: 52.6e-3,
-            instructions: 256e-3,
-            l1d_misses: 10.6e-3,
-            ..Default::default()
-        };
+        let subj = Epc::from_pairs(&[
+            (CounterEvent::L1iMisses, 0.554e-3),
+            (CounterEvent::LlcMisses, 1.440e-3),
+            (CounterEvent::FpOps, 52.0e-3),
+            (CounterEvent::Instructions, 258e-3),
+            (CounterEvent::L1dMisses, 10.7e-3),
+        ]);
+        let back = Epc::from_pairs(&[
+            (CounterEvent::L1iMisses, 0.561e-3),
+            (CounterEvent::LlcMisses, 1.43e-3),
+            (CounterEvent::FpOps, 52.6e-3),
+            (CounterEvent::Instructions, 256e-3),
+            (CounterEvent::L1dMisses, 10.6e-3),
+        ]);
         let m = LinearModel::thesis_northwood();
         let by_hand = 0.401 + 29.7 * 0.554e-3 + 55.7 * 1.440e-3 + 0.352 * 52.0e-3 - 0.022 * 258e-3
             + 2.19 * 10.7e-3
@@ -300,13 +262,10 @@ mod tests {
         // The format before fits carried statistics: name, source, intercept, terms.
         let old = r#"{"name":"m","source":"s","intercept":0.5,"terms":[{"feature":"fp_ops_subj","coefficient":0.25}]}"#;
         let m: LinearModel = serde_json::from_str(old).unwrap();
-        assert_eq!(m.terms[0], Term::new("fp_ops_subj", 0.25));
+        assert_eq!(m.terms[0], Term::new(f("fp_ops_subj"), 0.25));
         assert_eq!(m.fit, None);
         m.validate().unwrap();
-        let subj = Epc {
-            fp_ops: 0.4,
-            ..Default::default()
-        };
+        let subj = Epc::from_pairs(&[(CounterEvent::FpOps, 0.4)]);
         assert_eq!(m.estimate(&subj, &Epc::default()), 0.6);
         // And a model written now reads back the same, statistics included.
         let mut m2 = LinearModel::thesis_northwood();
@@ -349,39 +308,27 @@ mod tests {
             name: "t".into(),
             source: String::new(),
             intercept: 0.5,
-            terms: vec![Term::new("instructions_subj", 0.25)],
+            terms: vec![Term::new(f("instructions_subj"), 0.25)],
             fit: None,
         };
-        let subj = Epc {
-            instructions: 0.125,
-            ..Default::default()
-        };
+        let subj = Epc::from_pairs(&[(CounterEvent::Instructions, 0.125)]);
         assert_eq!(m.estimate_fixed(&subj, &Epc::default()), 0.53125);
-        let counts = Epc {
-            instructions: 1000.0,
-            ..Default::default()
-        };
+        let counts = Epc::from_pairs(&[(CounterEvent::Instructions, 1000.0)]);
         assert_eq!(
             m.estimate_fixed_counts(&counts, &Epc::default(), 8000),
             0.53125
         );
         // A result between steps of 1/1024 rounds to the nearer: 0.5 + 0.25 × 0.0029 = 0.500725,
         // 512.74/1024 -> 513/1024.
-        let subj = Epc {
-            instructions: 0.0029,
-            ..Default::default()
-        };
+        let subj = Epc::from_pairs(&[(CounterEvent::Instructions, 0.0029)]);
         assert_eq!(m.estimate_fixed(&subj, &Epc::default()), 513.0 / 1024.0);
         // Negative terms round symmetrically: 0.5 - 0.25 × 0.0029 = 0.499275 = 511.26/1024.
         let neg = LinearModel {
-            terms: vec![Term::new("instructions_subj", -0.25)],
+            terms: vec![Term::new(f("instructions_subj"), -0.25)],
             ..m.clone()
         };
         assert_eq!(neg.estimate_fixed(&subj, &Epc::default()), 511.0 / 1024.0);
-        let counts = Epc {
-            instructions: 29.0,
-            ..Default::default()
-        };
+        let counts = Epc::from_pairs(&[(CounterEvent::Instructions, 29.0)]);
         assert_eq!(
             neg.estimate_fixed_counts(&counts, &Epc::default(), 10_000),
             511.0 / 1024.0
@@ -396,19 +343,13 @@ mod tests {
             name: "t".into(),
             source: String::new(),
             intercept: 0.3,
-            terms: vec![Term::new("llc_misses_subj", 300.0)],
+            terms: vec![Term::new(f("llc_misses_subj"), 300.0)],
             fit: None,
         };
         for misses in [1u64, 7, 13, 99, 1234] {
             let cycles = 1_000_000u64;
-            let rate = Epc {
-                llc_misses: misses as f64 / cycles as f64,
-                ..Default::default()
-            };
-            let counts = Epc {
-                llc_misses: misses as f64,
-                ..Default::default()
-            };
+            let rate = Epc::from_pairs(&[(CounterEvent::LlcMisses, misses as f64 / cycles as f64)]);
+            let counts = Epc::from_pairs(&[(CounterEvent::LlcMisses, misses as f64)]);
             let float = m.estimate(&rate, &Epc::default());
             let fixed = m.estimate_fixed_counts(&counts, &Epc::default(), cycles);
             assert!(

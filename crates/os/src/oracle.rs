@@ -19,39 +19,30 @@ pub struct Occupant {
     pub phase: u16,
 }
 
-/// Events per cycle of one thread over a sample: the estimator's features.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
-pub struct Epc {
-    pub instructions: f64,
-    pub l1i_misses: f64,
-    pub l1d_misses: f64,
-    /// Misses of the last cache level.
-    pub llc_misses: f64,
-    pub fp_ops: f64,
-    pub loads: f64,
-    pub stores: f64,
-    pub branch_mispredicts: f64,
-}
+pub use smtsched_model::events::{CounterEvent, Epc};
 
-impl Epc {
-    pub fn of(c: &ThreadCounters, llc_level: u8) -> Epc {
-        let cy = c.cycles.max(1.0);
-        let llc = match llc_level {
-            1 => c.l1d_misses,
-            2 => c.l2_misses,
-            _ => c.l3_misses,
-        };
-        Epc {
-            instructions: c.instructions as f64 / cy,
-            l1i_misses: c.l1i_misses as f64 / cy,
-            l1d_misses: c.l1d_misses as f64 / cy,
-            llc_misses: llc as f64 / cy,
-            fp_ops: c.fp_ops as f64 / cy,
-            loads: c.loads as f64 / cy,
-            stores: c.stores as f64 / cy,
-            branch_mispredicts: c.branch_mispredicts as f64 / cy,
-        }
-    }
+/// Events per cycle of a simulated thread's counters, with the machine's last cache level as
+/// `llc_misses`.
+pub fn epc_of(c: &ThreadCounters, llc_level: u8) -> Epc {
+    let cy = c.cycles.max(1.0);
+    let llc = match llc_level {
+        1 => c.l1d_misses,
+        2 => c.l2_misses,
+        _ => c.l3_misses,
+    };
+    Epc::from_pairs(&[
+        (CounterEvent::Instructions, c.instructions as f64 / cy),
+        (CounterEvent::L1iMisses, c.l1i_misses as f64 / cy),
+        (CounterEvent::L1dMisses, c.l1d_misses as f64 / cy),
+        (CounterEvent::LlcMisses, llc as f64 / cy),
+        (CounterEvent::FpOps, c.fp_ops as f64 / cy),
+        (CounterEvent::Loads, c.loads as f64 / cy),
+        (CounterEvent::Stores, c.stores as f64 / cy),
+        (
+            CounterEvent::BranchMispredicts,
+            c.branch_mispredicts as f64 / cy,
+        ),
+    ])
 }
 
 /// Progress and counter rates of one thread in a situation.
@@ -251,7 +242,7 @@ impl SimulatedOracle {
                 ThreadRate {
                     pr: ipc / solo_ipc,
                     ipc,
-                    epc: Epc::of(&th.window, self.llc_level),
+                    epc: epc_of(&th.window, self.llc_level),
                 }
             })
             .collect()
@@ -389,17 +380,16 @@ impl MeasuredOracle {
             return Epc::default();
         }
         let g = |k: &str| map.get(k).copied().unwrap_or(0.0) / cy;
-        Epc {
-            instructions: g("instructions"),
-            l1i_misses: g("l1i_misses"),
-            l1d_misses: g("l1d_misses"),
-            // Simulated matrices name the level; measured ones give the PMU's last-level event.
-            llc_misses: g("l2_misses").max(g("l3_misses")).max(g("llc_misses")),
-            fp_ops: g("fp_ops"),
-            loads: g("loads"),
-            stores: g("stores"),
-            branch_mispredicts: g("branch_mispredicts"),
+        let mut epc = Epc::default();
+        for e in CounterEvent::ALL {
+            epc.set(e, g(e.name()));
         }
+        // Simulated matrices name the level; measured ones give the PMU's last-level event.
+        epc.set(
+            CounterEvent::LlcMisses,
+            g("l2_misses").max(g("l3_misses")).max(g("llc_misses")),
+        );
+        epc
     }
 }
 
@@ -442,7 +432,7 @@ impl Oracle for MeasuredOracle {
             let epc = Self::epc_of(counters);
             out[cpu] = Some(ThreadRate {
                 pr,
-                ipc: epc.instructions,
+                ipc: epc[CounterEvent::Instructions],
                 epc,
             });
         }
@@ -458,7 +448,8 @@ impl Oracle for MeasuredOracle {
     }
 
     fn solo_ipc(&self, o: Occupant) -> f64 {
-        Self::epc_of(&self.matrix.solo[self.index[o.workload as usize]].counters).instructions
+        Self::epc_of(&self.matrix.solo[self.index[o.workload as usize]].counters)
+            [CounterEvent::Instructions]
     }
 
     fn describe(&self) -> String {

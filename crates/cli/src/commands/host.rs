@@ -11,7 +11,7 @@ use smtsched_host::kernels::{KernelKind, KernelSpec};
 use smtsched_host::looper::{self, LoopSpec, Work};
 use smtsched_host::measure::{self, MeasureConfig, Measurement, WorkloadDef};
 use smtsched_host::perf::{self, CounterSet, Event, EventStatus, Target};
-use smtsched_host::{affinity, Shutdown, Topology};
+use smtsched_host::{affinity, Shutdown, SysfsTopology, Topology};
 use smtsched_model::{CpuSet, Placement};
 use smtsched_report::matrix::{render_grid, render_summary, summarize};
 use smtsched_report::Table;
