@@ -23,6 +23,7 @@ use smtsched_os::experiment::{Experiment, ExperimentKind};
 use smtsched_os::metrics::Metrics;
 use smtsched_os::oracle::AnalyticOracle;
 use smtsched_os::policy::balance_set::{candidates, fair_schedule, perf_schedule, CacheInputs};
+use smtsched_os::policy::PolicyInputs;
 use smtsched_os::sim::{Estimator as PrEstimator, OsSim, SimConfig};
 use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
 use smtsched_os::PolicyName;
@@ -534,14 +535,11 @@ impl Mix {
             tasks: (0..self.threads.len())
                 .map(|i| TaskSpec {
                     name: self.label(i),
-                    workload: self.threads[i].0.clone(),
-                    nice: 0,
                     run_seconds: 20.0,
-                    block: None,
-                    fork: None,
-                    cpus: None,
+                    ..TaskSpec::new(&self.threads[i].0)
                 })
                 .collect(),
+            groups: Vec::new(),
         }
     }
 }
@@ -632,8 +630,12 @@ fn os_run(
     cfg.stagger_s = (seconds / 8.0).min(5.0);
     cfg.record_timeline = true;
     cfg.estimator = PrEstimator::Perfect;
-    let sim = OsSim::new(&ctx.m, &oracle, &set, policy.build_for(inputs), cfg)
-        .map_err(CacheModelError::Os)?;
+    let inputs = PolicyInputs {
+        cache: inputs.clone(),
+        truth: None,
+    };
+    let policy = policy.build(&inputs).map_err(CacheModelError::Os)?;
+    let sim = OsSim::new(&ctx.m, &oracle, &set, policy, cfg).map_err(CacheModelError::Os)?;
     let metrics = sim.run();
     let names: BTreeMap<String, usize> =
         (0..mix.threads.len()).map(|i| (mix.label(i), i)).collect();

@@ -132,6 +132,24 @@ impl Serialize for Epc {
     }
 }
 
+/// Read from the same map; an unknown event name is an error, a missing one is 0.
+impl<'de> Deserialize<'de> for Epc {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Epc, D::Error> {
+        let map = std::collections::BTreeMap::<String, f64>::deserialize(d)?;
+        let mut epc = Epc::default();
+        for (name, v) in map {
+            let e = CounterEvent::parse(&name).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown event {name:?} (events: {})",
+                    CounterEvent::names()
+                ))
+            })?;
+            epc.set(e, v);
+        }
+        Ok(epc)
+    }
+}
+
 /// Whose events a feature reads: the thread estimated, or the thread on its sibling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Side {

@@ -4,7 +4,7 @@
 
 use crate::metrics::Metrics;
 use crate::oracle::Oracle;
-use crate::policy::PolicyName;
+use crate::policy::{PolicyInputs, PolicyName};
 use crate::sim::{OsSim, SimConfig};
 use crate::taskset::TaskSetSpec;
 use rayon::prelude::*;
@@ -32,7 +32,13 @@ pub fn simulate(
     base: &SimConfig,
 ) -> Result<Vec<PolicyRuns>, String> {
     // Building one simulation validates the set and warms the oracle.
-    OsSim::new(m, oracle, set, PolicyName::Naive.build(), base.clone())?;
+    OsSim::new(m, oracle, set, Box::new(crate::policy::Naive), base.clone())?;
+    let inputs = PolicyInputs {
+        truth: policies
+            .contains(&PolicyName::Optimal)
+            .then(|| truth_for(m, oracle, set, base)),
+        ..PolicyInputs::default()
+    };
     let started = std::time::Instant::now();
     let jobs: Vec<(usize, u32)> = (0..policies.len())
         .flat_map(|p| (0..repeat).map(move |r| (p, r)))
@@ -43,7 +49,8 @@ pub fn simulate(
             let mut cfg = base.clone();
             cfg.seed = base.seed + r as u64;
             cfg.record_timeline = base.record_timeline && p == 0 && r == 0;
-            OsSim::new(m, oracle, set, policies[p].build(), cfg).map(|s| s.run())
+            let policy = policies[p].build(&inputs)?;
+            OsSim::new(m, oracle, set, policy, cfg).map(|s| s.run())
         })
         .collect::<Result<_, String>>()?;
     let seconds = started.elapsed().as_secs_f64();
@@ -59,6 +66,25 @@ pub fn simulate(
         out[*p].runs.push(r);
     }
     Ok(out)
+}
+
+/// The true PRs of the set's tasks on the first core in use, for the `optimal` ceiling.
+pub fn truth_for(
+    m: &MachineModel,
+    oracle: &dyn Oracle,
+    set: &TaskSetSpec,
+    cfg: &SimConfig,
+) -> crate::policy::PairTruth {
+    let topo = smtsched_model::topology::Topology::of_machine(m, cfg.cpus.as_ref());
+    let core = topo.cores[0].cpus.iter().map(|c| c as usize).collect::<Vec<_>>();
+    let names: Vec<String> = set.tasks.iter().map(|t| t.display_name()).collect();
+    crate::oracle::pair_truth(
+        oracle,
+        &names,
+        m.logical_cpus() as usize,
+        core[0],
+        core.get(1).copied(),
+    )
 }
 
 /// The comparison table: one row per policy.
@@ -216,6 +242,9 @@ pub struct Experiment {
     /// The task set (kind = "policies").
     #[serde(default, rename = "task")]
     pub tasks: Vec<crate::taskset::TaskSpec>,
+    /// cgroups of the task set.
+    #[serde(default, rename = "group")]
+    pub groups: Vec<crate::taskset::GroupSpec>,
     /// The workloads grouped in fours (kind = "asymmetry").
     #[serde(default)]
     pub workloads: Vec<String>,
@@ -284,6 +313,17 @@ fn default_duration() -> f64 {
 }
 fn default_estimator() -> String {
     "thesis".into()
+}
+
+impl Experiment {
+    /// The task set of a policies experiment.
+    pub fn task_set(&self) -> TaskSetSpec {
+        TaskSetSpec {
+            name: self.name.clone(),
+            tasks: self.tasks.clone(),
+            groups: self.groups.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
@@ -383,10 +423,7 @@ pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelEr
                     "a policies experiment needs at least one policy".into(),
                 ));
             }
-            TaskSetSpec {
-                name: e.name.clone(),
-                tasks: e.tasks.clone(),
-            }
+            e.task_set()
             .validate()
             .map_err(|r| bad("task", r))?;
         }

@@ -21,6 +21,18 @@ pub struct Switch {
     pub to_name: Option<String>,
 }
 
+/// One period of a decision policy: PR estimates by pid (for the timeline) and, when asked for,
+/// the whole view and the decisions made from it.
+#[derive(Clone, Debug, Serialize)]
+pub struct PeriodRecord {
+    pub cycle: f64,
+    pub estimates: Vec<(u32, f64)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<crate::policy::PeriodView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<crate::policy::Decisions>,
+}
+
 /// Per benchmark of the task set.
 #[derive(Clone, Debug, Serialize)]
 pub struct BenchStats {
@@ -54,8 +66,13 @@ pub struct Metrics {
     pub forks: u64,
     pub epochs: u64,
     pub estimates: u64,
+    /// Cycles logical CPUs stood idle while tasks waited, because core scheduling kept those
+    /// tasks off the core (summed over CPUs).
+    pub forced_idle_cycles: f64,
     #[serde(skip)]
     pub timeline: Vec<Switch>,
+    #[serde(skip)]
+    pub periods: Vec<PeriodRecord>,
     pub per_bench: Vec<BenchStats>,
 }
 

@@ -55,6 +55,53 @@ pub struct ThreadRate {
     pub epc: Epc,
 }
 
+/// The true performance ratios the `optimal` ceiling is built with: for every two tasks of a set
+/// (by display name), their PRs on sibling CPUs `first` and `sibling`, and each alone on `first`
+/// — averaged over the phases of each workload, weighted by the phases' solo lengths.
+pub fn pair_truth(
+    oracle: &dyn Oracle,
+    names: &[String],
+    cpus: usize,
+    first: usize,
+    sibling: Option<usize>,
+) -> crate::policy::PairTruth {
+    let phases = |w: u32| -> Vec<(u16, f64)> {
+        let len = oracle.phase_solo_cycles(w);
+        if len.len() <= 1 {
+            return vec![(0, 1.0)];
+        }
+        let total: f64 = len.iter().sum();
+        len.iter().enumerate().map(|(i, l)| (i as u16, l / total)).collect()
+    };
+    let occupant = |w: usize, phase: u16| Some(Occupant { workload: w as u32, phase });
+    let mut truth = crate::policy::PairTruth::default();
+    for (a, name_a) in names.iter().enumerate() {
+        let mut alone = 0.0;
+        for (pa, wa) in phases(a as u32) {
+            let mut s = vec![None; cpus];
+            s[first] = occupant(a, pa);
+            alone += wa * oracle.rates(&s)[first].map_or(1.0, |r| r.pr);
+        }
+        truth.insert_alone(name_a, alone);
+        let Some(sib) = sibling else { continue };
+        for (b, name_b) in names.iter().enumerate().skip(a) {
+            let (mut pr_a, mut pr_b) = (0.0, 0.0);
+            for (pa, wa) in phases(a as u32) {
+                for (pb, wb) in phases(b as u32) {
+                    let mut s = vec![None; cpus];
+                    s[first] = occupant(a, pa);
+                    s[sib] = occupant(b, pb);
+                    let r = oracle.rates(&s);
+                    pr_a += wa * wb * r[first].map_or(1.0, |r| r.pr);
+                    pr_b += wa * wb * r[sib].map_or(1.0, |r| r.pr);
+                }
+            }
+            truth.insert_pair(name_a, name_b, pr_a, pr_b);
+        }
+    }
+    truth
+}
+
 /// A source of interaction data. Situations list what each logical CPU runs (`None` = idle).
 pub trait Oracle: Send + Sync {
     /// Rates of every occupied logical CPU, indexed like `situation`.

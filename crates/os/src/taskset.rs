@@ -2,6 +2,7 @@
 //! as data (TOML), like machines and workloads.
 
 use serde::{Deserialize, Serialize};
+use smtsched_model::CpuSet;
 
 /// A set of tasks to schedule, as `experiments/*.toml` and `smtsched run --tasks FILE` give it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -11,6 +12,25 @@ pub struct TaskSetSpec {
     pub name: String,
     #[serde(rename = "task")]
     pub tasks: Vec<TaskSpec>,
+    /// CPU-controller groups (cgroups) that tasks may belong to.
+    #[serde(default, rename = "group", skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupSpec>,
+}
+
+/// A cgroup with a CPU weight: its tasks share the group's weight among themselves (hierarchical
+/// fair sharing, as the kernel's `cpu` controller does).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    pub name: String,
+    /// cgroup v2 `cpu.weight`, 1-10000 (100 = a nice-0 task's weight; on cgroup v1 it becomes
+    /// `cpu.shares` = weight × 1024 / 100).
+    #[serde(default = "default_group_weight")]
+    pub weight: u32,
+}
+
+fn default_group_weight() -> u32 {
+    100
 }
 
 /// One program of the set. It runs in an endless loop; each completed run is recorded.
@@ -39,6 +59,13 @@ pub struct TaskSpec {
     /// Logical CPUs the task may run on (kernel list syntax); all when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<String>,
+    /// The `[[group]]` (cgroup) it belongs to; none = the root group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Trust domain for core scheduling (`core-sched`): tasks with another label, or none, never
+    /// share its core.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trust: Option<String>,
 }
 
 fn default_run_seconds() -> f64 {
@@ -59,7 +86,30 @@ pub struct ForkSpec {
     pub child_seconds: f64,
 }
 
+impl TaskSetSpec {
+    /// The index of each task's group in `groups`.
+    pub fn group_of(&self, task: usize) -> Option<usize> {
+        let name = self.tasks[task].group.as_ref()?;
+        self.groups.iter().position(|g| &g.name == name)
+    }
+}
+
 impl TaskSpec {
+    /// A task running `workload` in a loop at nice 0, with every other field at its default.
+    pub fn new(workload: &str) -> TaskSpec {
+        TaskSpec {
+            name: String::new(),
+            workload: workload.into(),
+            nice: 0,
+            run_seconds: default_run_seconds(),
+            block: None,
+            fork: None,
+            cpus: None,
+            group: None,
+            trust: None,
+        }
+    }
+
     pub fn display_name(&self) -> String {
         if self.name.is_empty() {
             self.workload.clone()
@@ -75,7 +125,36 @@ impl TaskSetSpec {
         if self.tasks.is_empty() {
             return Err("task = []: the task set is empty".into());
         }
+        for (i, g) in self.groups.iter().enumerate() {
+            if !(1..=10_000).contains(&g.weight) {
+                return Err(format!(
+                    "group[{i}].weight = {}: a cgroup cpu.weight is 1 to 10000",
+                    g.weight
+                ));
+            }
+            if g.name.is_empty() || self.groups[..i].iter().any(|h| h.name == g.name) {
+                return Err(format!(
+                    "group[{i}].name = {:?}: group names must be non-empty and distinct",
+                    g.name
+                ));
+            }
+        }
         for (i, t) in self.tasks.iter().enumerate() {
+            if let Some(c) = &t.cpus {
+                if let Err(e) = CpuSet::parse(c) {
+                    return Err(format!("task[{i}].cpus = {c:?}: {e}"));
+                }
+                if c.trim().is_empty() {
+                    return Err(format!("task[{i}].cpus = {c:?}: names no CPU"));
+                }
+            }
+            if let Some(g) = &t.group {
+                if !self.groups.iter().any(|h| &h.name == g) {
+                    return Err(format!(
+                        "task[{i}].group = {g:?}: no [[group]] has that name"
+                    ));
+                }
+            }
             let f = |k: &str| format!("task[{i}].{k}");
             if !(-20..=19).contains(&t.nice) {
                 return Err(format!(
@@ -119,18 +198,8 @@ impl TaskSetSpec {
     pub fn of_workloads(names: &[String]) -> TaskSetSpec {
         TaskSetSpec {
             name: names.join("+"),
-            tasks: names
-                .iter()
-                .map(|w| TaskSpec {
-                    name: String::new(),
-                    workload: w.clone(),
-                    nice: 0,
-                    run_seconds: default_run_seconds(),
-                    block: None,
-                    fork: None,
-                    cpus: None,
-                })
-                .collect(),
+            tasks: names.iter().map(|w| TaskSpec::new(w)).collect(),
+            groups: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use smtsched_model::{load_machine, MachineModel, Override};
 use smtsched_os::oracle::{Epc, Occupant, Oracle, ThreadRate};
 use smtsched_os::policy::balance_set::CacheInputs;
+use smtsched_os::policy::PolicyInputs;
 use smtsched_os::sim::{Baseline, Estimator, OsSim, SimConfig};
 use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
 use smtsched_os::{Metrics, PolicyName};
@@ -49,14 +50,11 @@ fn tasks(n: usize) -> TaskSetSpec {
         tasks: (0..n)
             .map(|i| TaskSpec {
                 name: format!("t{i}"),
-                workload: "gzip-like".into(),
-                nice: 0,
                 run_seconds: 5.0,
-                block: None,
-                fork: None,
-                cpus: None,
+                ..TaskSpec::new("gzip-like")
             })
             .collect(),
+        groups: Vec::new(),
     }
 }
 
@@ -65,7 +63,11 @@ fn run(m: &MachineModel, n: usize, policy: PolicyName, inputs: &CacheInputs) -> 
     cfg.stagger_s = 1.0;
     cfg.estimator = Estimator::Perfect;
     cfg.record_timeline = true;
-    OsSim::new(m, &Flat, &tasks(n), policy.build_for(inputs), cfg)
+    let inputs = PolicyInputs {
+        cache: inputs.clone(),
+        truth: None,
+    };
+    OsSim::new(m, &Flat, &tasks(n), policy.build(&inputs).unwrap(), cfg)
         .unwrap()
         .run()
 }

@@ -8,6 +8,8 @@ use smtsched_model::{
 use smtsched_os::oracle::MeasuredOracle;
 use smtsched_os::sim::{nice_to_ticks, Baseline, Estimator, OsSim, SimConfig};
 use smtsched_os::taskset::{BlockSpec, TaskSetSpec, TaskSpec};
+use smtsched_os::experiment::truth_for;
+use smtsched_os::policy::PolicyInputs;
 use smtsched_os::{Metrics, PolicyName};
 
 /// A matrix where `pr(i, j)` is given for every ordered pair.
@@ -47,13 +49,9 @@ fn matrix(names: &[&str], pr: &dyn Fn(usize, usize) -> f64) -> PrMatrix {
 
 fn task(w: &str, nice: i32) -> TaskSpec {
     TaskSpec {
-        name: String::new(),
-        workload: w.into(),
         nice,
         run_seconds: 5.0,
-        block: None,
-        fork: None,
-        cpus: None,
+        ..TaskSpec::new(w)
     }
 }
 
@@ -70,7 +68,11 @@ fn run(
 ) -> Metrics {
     let names: Vec<String> = set.tasks.iter().map(|t| t.workload.clone()).collect();
     let oracle = MeasuredOracle::new(m.clone(), mx.clone(), &names).unwrap();
-    OsSim::new(m, &oracle, set, policy.build(), cfg)
+    let inputs = PolicyInputs {
+        truth: Some(truth_for(m, &oracle, set, &cfg)),
+        ..PolicyInputs::default()
+    };
+    OsSim::new(m, &oracle, set, policy.build(&inputs).unwrap(), cfg)
         .unwrap()
         .run()
 }
@@ -102,6 +104,7 @@ fn time_slices_follow_nice_to_ticks() {
     let set = TaskSetSpec {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 15)],
+        groups: Vec::new(),
     };
     let r = run(
         &m,
@@ -139,6 +142,7 @@ fn basic_never_leaves_a_package_idle_while_two_tasks_share_the_other() {
     let mut set = TaskSetSpec {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 0)],
+        groups: Vec::new(),
     };
     for t in &mut set.tasks {
         t.block = Some(BlockSpec {
@@ -170,6 +174,7 @@ fn fair_gives_a_task_that_suffers_more_cpu_time() {
     let set = TaskSetSpec {
         name: "t".into(),
         tasks: vec![task("x", 0), task("x", 0), task("y", 0), task("y", 0)],
+        groups: Vec::new(),
     };
     let share = |policy| {
         let r = run(
@@ -213,6 +218,7 @@ fn optimal_is_never_beaten_on_small_sets() {
         let set = TaskSetSpec {
             name: "t".into(),
             tasks: set.iter().map(|w| task(w, 0)).collect(),
+            groups: Vec::new(),
         };
         let best = run(
             &m,
@@ -254,6 +260,7 @@ fn identical_seeds_give_identical_timelines() {
     let mut set = TaskSetSpec {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 5), task("c", 0)],
+        groups: Vec::new(),
     };
     set.tasks[1].block = Some(BlockSpec {
         run_ms: 30.0,
@@ -278,6 +285,7 @@ fn estimating_every_tick_costs_what_it_is_told() {
     let set = TaskSetSpec {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 0)],
+        groups: Vec::new(),
     };
     let speedup = |cost| {
         let mut c = config(Baseline::Linux24, 300.0, "0,2", 1);
@@ -308,6 +316,7 @@ fn a_forking_family_alone_runs_at_full_speed_and_counts_its_runs() {
     let set = TaskSetSpec {
         name: "t".into(),
         tasks: vec![t],
+        groups: Vec::new(),
     };
     let r = run(
         &m,

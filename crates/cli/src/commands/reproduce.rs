@@ -11,7 +11,6 @@ use smtsched_os::experiment::{
     ExperimentKind, EXPERIMENTS,
 };
 use smtsched_os::sim::SimConfig;
-use smtsched_os::taskset::TaskSetSpec;
 use smtsched_report::Table;
 use smtsched_uarch::Protocol;
 
@@ -34,10 +33,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     ));
     match e.kind {
         ExperimentKind::Policies => {
-            let set = TaskSetSpec {
-                name: e.name.clone(),
-                tasks: e.tasks.clone(),
-            };
+            let set = e.task_set();
             let mut cfg = SimConfig::new(e.baseline, a.duration.unwrap_or(e.duration_s), a.seed);
             cfg.cpus = e
                 .cpus

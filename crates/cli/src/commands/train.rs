@@ -22,9 +22,8 @@ use smtsched_estimate::windows::{read_csv, to_csv};
 use smtsched_estimate::{EstimateError, WindowSet};
 use smtsched_model::{expand_workload_list, CpuSet};
 use smtsched_os::experiment::{load_experiment, metric, simulate, ExperimentKind};
-use smtsched_os::policy::Estimates;
+use smtsched_os::policy::PolicyInputs;
 use smtsched_os::sim::{Estimator, SimConfig};
-use smtsched_os::taskset::TaskSetSpec;
 use smtsched_os::{LinearModel, PolicyName};
 use smtsched_report::{Summary, Table};
 use smtsched_uarch::Workload;
@@ -522,17 +521,18 @@ fn ablation(a: AblationArgs) -> Result<()> {
             )));
         }
         let m = machine(&e.machine, &e.set)?;
-        let set = TaskSetSpec {
-            name: e.name.clone(),
-            tasks: e.tasks.clone(),
-        };
+        let set = e.task_set();
         // The policies that use estimates, and naive as the reference that does not.
         let mut policies: Vec<PolicyName> = vec![PolicyName::Naive];
         policies.extend(
             e.policies
                 .iter()
                 .copied()
-                .filter(|p| p.build().estimates() != Estimates::Never && *p != PolicyName::Naive),
+                .filter(|p| {
+                    *p != PolicyName::Naive
+                        && p.build(&PolicyInputs::default())
+                            .is_ok_and(|b| b.needs().estimates)
+                }),
         );
         let reps = a.repetitions.unwrap_or(e.repetitions);
         if reps == 0 {

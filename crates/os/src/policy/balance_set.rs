@@ -34,7 +34,9 @@
 //! takes anybody, so no context idles. Goodness cannot preempt: a new turn's members take the
 //! contexts as the previous group's slices run out (see [`TURN_TICKS`]).
 
-use super::{CpuId, Goodness, Policy, PolicyName, SchedView, TaskId, GANG_BONUS};
+use super::decision::Decisions;
+use super::view::{PeriodView, TaskKey};
+use super::{CpuId, Goodness, Linux24Hooks, Policy, SchedView, TaskId, GANG_BONUS};
 use std::collections::BTreeMap;
 
 /// Largest number of groups enumerated exhaustively; beyond it candidates are built greedily
@@ -269,47 +271,61 @@ pub struct CacheInputs {
     pub domain_of_cpu: Vec<usize>,
 }
 
-impl PolicyName {
-    /// The policy, given what the cache-aware ones need (the others ignore `inputs`).
-    pub fn build_for(&self, inputs: &CacheInputs) -> Box<dyn Policy> {
-        match self {
-            PolicyName::BalanceSetPerf => Box::new(BalanceSet::new(
-                Selection::Perf,
-                inputs.partition_miss_ratio.clone(),
-            )),
-            PolicyName::BalanceSetFair => Box::new(BalanceSet::new(
-                Selection::Fair,
-                inputs.partition_miss_ratio.clone(),
-            )),
-            PolicyName::Di => Box::new(super::di::Di::new(
-                inputs.intensity.clone(),
-                inputs.domain_of_cpu.clone(),
-            )),
-            other => other.build(),
-        }
-    }
-}
-
-/// The candidate set for one runnable set.
+/// The candidate set for one runnable set, over task identities `T` (simulator task indices on
+/// Linux 2.4, task keys for decisions).
 #[derive(Clone, Debug)]
-struct Plan {
-    tasks: Vec<TaskId>,
+struct Plan<T> {
+    tasks: Vec<T>,
     cands: Candidates,
     /// PERF: members run in this round.
     selected: Vec<bool>,
-    /// FAIR: ticks each task had when the plan was made.
-    base_ticks: Vec<u64>,
+    /// FAIR: the progress each task had when the plan was made (ticks, or CPU nanoseconds).
+    base: Vec<u64>,
+}
+
+impl<T: Copy> Plan<T> {
+    fn new(tasks: Vec<T>, values: &[f64], contexts: usize, base: Vec<u64>) -> Self {
+        Plan {
+            selected: vec![false; tasks.len()],
+            cands: candidates(values, contexts),
+            tasks,
+            base,
+        }
+    }
+
+    /// The next group by `selection`; `turns` gives each task's whole turns received since the
+    /// plan was made (FAIR's level).
+    fn next(&mut self, selection: Selection, turns: &[u64]) -> Option<Vec<T>> {
+        let g = match selection {
+            Selection::Perf => {
+                if self.selected.iter().all(|&s| s) {
+                    self.selected.iter_mut().for_each(|s| *s = false);
+                }
+                next_perf(&self.cands, &self.selected).or_else(|| {
+                    self.selected.iter_mut().for_each(|s| *s = false);
+                    next_perf(&self.cands, &self.selected)
+                })
+            }
+            Selection::Fair => next_fair(&self.cands, turns),
+        }?;
+        let members = &self.cands.groups[g].members;
+        for &m in members {
+            self.selected[m] = true;
+        }
+        Some(members.iter().map(|&m| self.tasks[m]).collect())
+    }
 }
 
 /// The balance-set scheduler.
 pub struct BalanceSet {
     selection: Selection,
     values: BTreeMap<String, f64>,
-    plan: Option<Plan>,
+    plan: Option<Plan<TaskId>>,
     /// Members of the group running now.
     current: Vec<TaskId>,
     turn_started: u64,
-    turn_ticks: u64,
+    /// The decision side's plan.
+    decision_plan: Option<Plan<TaskKey>>,
 }
 
 impl BalanceSet {
@@ -320,67 +336,39 @@ impl BalanceSet {
             plan: None,
             current: Vec::new(),
             turn_started: 0,
-            turn_ticks: std::env::var("SMTSCHED_TURN")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(TURN_TICKS),
+            decision_plan: None,
         }
     }
 
-    fn value_of(&self, view: &SchedView, t: TaskId) -> f64 {
-        self.values.get(&view.tasks[t].name).copied().unwrap_or(0.0)
+    fn value(&self, label: &str) -> f64 {
+        self.values.get(label).copied().unwrap_or(0.0)
     }
 
     fn replan(&mut self, view: &SchedView, runnable: Vec<TaskId>) {
         let contexts = view.online.iter().filter(|&&o| o).count();
+        self.current.clear();
         if runnable.len() <= contexts {
             // Everybody fits: nothing to choose.
             self.plan = None;
-            self.current.clear();
             return;
         }
-        let values: Vec<f64> = runnable.iter().map(|&t| self.value_of(view, t)).collect();
-        let cands = candidates(&values, contexts);
-        self.plan = Some(Plan {
-            selected: vec![false; runnable.len()],
-            base_ticks: runnable.iter().map(|&t| view.tasks[t].ticks_run).collect(),
-            tasks: runnable,
-            cands,
-        });
-        self.current.clear();
+        let values: Vec<f64> = runnable.iter().map(|&t| self.value(&view.tasks[t].name)).collect();
+        let base = runnable.iter().map(|&t| view.tasks[t].ticks_run).collect();
+        self.plan = Some(Plan::new(runnable, &values, contexts, base));
     }
 
     fn choose(&mut self, view: &SchedView) {
-        let turn = self.turn_ticks;
         let Some(plan) = self.plan.as_mut() else {
             return;
         };
-        let g = match self.selection {
-            Selection::Perf => {
-                if plan.selected.iter().all(|&s| s) {
-                    plan.selected.iter_mut().for_each(|s| *s = false);
-                }
-                next_perf(&plan.cands, &plan.selected).or_else(|| {
-                    plan.selected.iter_mut().for_each(|s| *s = false);
-                    next_perf(&plan.cands, &plan.selected)
-                })
-            }
-            Selection::Fair => {
-                let level: Vec<u64> = plan
-                    .tasks
-                    .iter()
-                    .zip(&plan.base_ticks)
-                    .map(|(&t, &b)| view.tasks[t].ticks_run.saturating_sub(b) / turn.max(1))
-                    .collect();
-                next_fair(&plan.cands, &level)
-            }
-        };
-        if let Some(g) = g {
-            let members = &plan.cands.groups[g].members;
-            for &m in members {
-                plan.selected[m] = true;
-            }
-            self.current = members.iter().map(|&m| plan.tasks[m]).collect();
+        let turns: Vec<u64> = plan
+            .tasks
+            .iter()
+            .zip(&plan.base)
+            .map(|(&t, &b)| view.tasks[t].ticks_run.saturating_sub(b) / TURN_TICKS)
+            .collect();
+        if let Some(g) = plan.next(self.selection, &turns) {
+            self.current = g;
         }
         self.turn_started = view.tick;
     }
@@ -394,6 +382,42 @@ impl Policy for BalanceSet {
         }
     }
 
+    /// One group per period (a period is a turn): its members form the gang turn, and the others
+    /// yield to them.
+    fn decide(&mut self, view: &PeriodView) -> Decisions {
+        let runnable: Vec<TaskKey> = view.runnable().map(|t| t.key).collect();
+        let contexts = view.contexts();
+        if runnable.len() <= contexts {
+            self.decision_plan = None;
+            return Decisions::none();
+        }
+        let cpu_ns = |k: TaskKey| view.task(k).map_or(0, |t| t.total_cpu_ns);
+        if self.decision_plan.as_ref().is_none_or(|p| p.tasks != runnable) {
+            let values: Vec<f64> = runnable
+                .iter()
+                .map(|&k| self.value(&view.task(k).expect("runnable").label))
+                .collect();
+            let base = runnable.iter().map(|&k| cpu_ns(k)).collect();
+            self.decision_plan = Some(Plan::new(runnable, &values, contexts, base));
+        }
+        let plan = self.decision_plan.as_mut().expect("made above");
+        let turns: Vec<u64> = plan
+            .tasks
+            .iter()
+            .zip(&plan.base)
+            .map(|(&k, &b)| cpu_ns(k).saturating_sub(b) / view.length_ns.max(1))
+            .collect();
+        let mut d = Decisions::none();
+        d.gang = plan.next(self.selection, &turns).map(|g| g.into_iter().collect());
+        d
+    }
+
+    fn linux24(&mut self) -> Option<&mut dyn Linux24Hooks> {
+        Some(self)
+    }
+}
+
+impl Linux24Hooks for BalanceSet {
     fn tick(&mut self, cpu: CpuId, view: &SchedView) {
         // Once per tick, on the first online CPU.
         if cpu != view.first_cpu() {
@@ -412,7 +436,7 @@ impl Policy for BalanceSet {
         if stale {
             self.replan(view, runnable);
             self.choose(view);
-        } else if view.tick >= self.turn_started + self.turn_ticks {
+        } else if view.tick >= self.turn_started + TURN_TICKS {
             self.choose(view);
         }
     }

@@ -1,17 +1,37 @@
 //! `basic` (thesis §4.4.4.1): a multiprocessor scheduler that understands the logical/physical
-//! hierarchy. Its goodness keeps affinity to the physical package instead of the logical CPU, and
-//! (this model's reading of "understands the hierarchy") a waking task goes to an idle package
-//! before it shares a busy one.
+//! hierarchy. On Linux 2.4 its goodness keeps affinity to the physical package instead of the
+//! logical CPU, and (this model's reading of "understands the hierarchy") a waking task goes to an
+//! idle package before it shares a busy one. A present-day kernel already does both, so as
+//! decisions it is `smt-default`: an idle core before an idle sibling.
 
-use super::{CpuId, Goodness, Policy, SchedView, TaskId};
+use super::decision::Decisions;
+use super::smt_default::spread_over_cores;
+use super::view::PeriodView;
+use super::{CpuId, Goodness, Linux24Hooks, Policy, SchedView, TaskId};
 
 pub struct Basic;
+
+impl Basic {
+    pub fn new() -> Self {
+        Basic
+    }
+}
 
 impl Policy for Basic {
     fn name(&self) -> &str {
         "basic"
     }
 
+    fn decide(&mut self, view: &PeriodView) -> Decisions {
+        spread_over_cores(view).unwrap_or_default()
+    }
+
+    fn linux24(&mut self) -> Option<&mut dyn Linux24Hooks> {
+        Some(self)
+    }
+}
+
+impl Linux24Hooks for Basic {
     /// `if (PHYSICAL_PACKAGE(p->processor) == PHYSICAL_PACKAGE(this_cpu)) weight += PROC_CHANGE_PENALTY;`
     fn goodness(&mut self, _task: TaskId, _cpu: CpuId, g: Goodness, _view: &SchedView) -> i64 {
         Goodness {

@@ -4,14 +4,18 @@
 //! cache domains so that every domain gets a similar total: the sorted list is dealt out in a
 //! snake (domain 0, 1, …, D−1, then D−1, …, 0, …), which puts the most intensive thread beside the
 //! least intensive ones. The assignment covers the runnable threads and those yet to start, and is
-//! recomputed whenever that set changes; and enforced through goodness (a thread is strongly preferred by the CPUs of its
-//! domain; away from it, it runs only when nothing at home can, and a CPU then prefers a
-//! different away thread to the one it just ran, so that threads placed before the assignment
-//! existed drift home) and through wake-up placement (an idle CPU of its domain first). A thread
-//! moves only when its CPU reschedules: with no more threads than contexts, one started in the
-//! wrong domain stays there. On a machine with one cache domain it changes nothing.
+//! recomputed whenever that set changes. As decisions, each thread's affinity is its domain's
+//! CPUs (the last-level cache domains of the topology). On Linux 2.4 it is enforced through
+//! goodness (a thread is strongly preferred by the CPUs of its domain; away from it, it runs only
+//! when nothing at home can, and a CPU then prefers a different away thread to the one it just
+//! ran, so that threads placed before the assignment existed drift home) and through wake-up
+//! placement (an idle CPU of its domain first); there a thread moves only when its CPU
+//! reschedules: with no more threads than contexts, one started in the wrong domain stays there.
+//! On a machine with one cache domain it changes nothing.
 
-use super::{CpuId, Goodness, Policy, SchedView, TaskId, GANG_BONUS};
+use super::decision::Decisions;
+use super::view::{PeriodView, TaskKey};
+use super::{CpuId, Goodness, Linux24Hooks, Policy, SchedView, TaskId, GANG_BONUS};
 use std::collections::BTreeMap;
 
 pub struct Di {
@@ -19,6 +23,22 @@ pub struct Di {
     domain_of_cpu: Vec<usize>,
     home: BTreeMap<TaskId, usize>,
     runnable: Vec<TaskId>,
+    /// The decision side's placed tasks and their domains (indices into the topology's
+    /// last-level domains).
+    placed: Vec<TaskKey>,
+    homes: BTreeMap<TaskKey, usize>,
+}
+
+/// Deals `tasks` (with their intensities) over `domains` domains by DI's snake, most intensive
+/// first (ties by order); returns each task's domain.
+fn deal<T: Copy + Ord>(tasks: &[(T, f64)], domains: usize) -> BTreeMap<T, usize> {
+    let mut order: Vec<(T, f64)> = tasks.to_vec();
+    order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    order
+        .iter()
+        .zip(snake(order.len(), domains))
+        .map(|(&(t, _), d)| (t, d))
+        .collect()
 }
 
 /// Deals `order` (most intensive first) over `domains` domains in a snake; returns each one's
@@ -57,6 +77,8 @@ impl Di {
             domain_of_cpu,
             home: BTreeMap::new(),
             runnable: Vec::new(),
+            placed: Vec::new(),
+            homes: BTreeMap::new(),
         }
     }
 
@@ -82,20 +104,19 @@ impl Di {
             .collect();
         domains.sort_unstable();
         domains.dedup();
-        let value = |t: TaskId| {
-            self.intensity
-                .get(&view.tasks[t].name)
-                .copied()
-                .unwrap_or(0.0)
-        };
-        let mut order = runnable.clone();
-        order.sort_by(|&a, &b| value(b).total_cmp(&value(a)).then(a.cmp(&b)));
-        self.home = order
+        let valued: Vec<(TaskId, f64)> = runnable
             .iter()
-            .zip(snake(order.len(), domains.len()))
-            .map(|(&t, d)| (t, domains[d]))
+            .map(|&t| (t, self.value(&view.tasks[t].name)))
+            .collect();
+        self.home = deal(&valued, domains.len())
+            .into_iter()
+            .map(|(t, d)| (t, domains[d]))
             .collect();
         self.runnable = runnable;
+    }
+
+    fn value(&self, label: &str) -> f64 {
+        self.intensity.get(label).copied().unwrap_or(0.0)
     }
 }
 
@@ -104,6 +125,38 @@ impl Policy for Di {
         "di"
     }
 
+    fn decide(&mut self, view: &PeriodView) -> Decisions {
+        // The runnable tasks and those yet to start, as on Linux 2.4.
+        let placed: Vec<TaskKey> = view
+            .tasks
+            .iter()
+            .filter(|t| t.runnable || t.total_cpu_ns == 0)
+            .map(|t| t.key)
+            .collect();
+        let domains = view.topology.llc_domains();
+        if placed != self.placed {
+            let valued: Vec<(TaskKey, f64)> = placed
+                .iter()
+                .map(|&k| (k, self.value(&view.task(k).expect("in the view").label)))
+                .collect();
+            self.homes = deal(&valued, domains.len());
+            self.placed = placed;
+        }
+        let mut d = Decisions::none();
+        if domains.len() > 1 {
+            for (&k, &dom) in &self.homes {
+                d.task_mut(k).affinity = Some(domains[dom].clone());
+            }
+        }
+        d
+    }
+
+    fn linux24(&mut self) -> Option<&mut dyn Linux24Hooks> {
+        Some(self)
+    }
+}
+
+impl Linux24Hooks for Di {
     fn tick(&mut self, cpu: CpuId, view: &SchedView) {
         if cpu == view.first_cpu() {
             self.assign(view);

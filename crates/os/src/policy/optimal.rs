@@ -8,45 +8,93 @@
 //! summed weight of the turns over their number, where a pair weighs PR_a + PR_b and a lone task
 //! its PR alone. Nothing that gives tasks equal shares does better.
 
+use super::decision::Decisions;
 use super::gang::Gangs;
-use super::{CpuId, Goodness, Policy, SchedView, TaskId};
+use super::pairing::Rotation;
+use super::view::{PeriodView, TaskKey};
+use super::{CpuId, Goodness, Linux24Hooks, Needs, Policy, SchedView, TaskId};
+use std::collections::BTreeMap;
 
 /// Largest runnable set searched exhaustively.
 pub const MAX_TASKS: usize = 8;
 pub const PLAN_PERIOD_TICKS: u64 = 100;
+/// The same second in 100 ms decision periods.
+pub const PLAN_PERIODS: u64 = 10;
+
+/// The true performance ratios the ceiling is given when it is built, by task label: of each pair
+/// running on one core, and of each task alone on a core. Nothing real can know these; a
+/// simulation computes them from its oracle.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PairTruth {
+    pairs: BTreeMap<(String, String), (f64, f64)>,
+    alone: BTreeMap<String, f64>,
+}
+
+impl PairTruth {
+    /// `a`'s PR is `pr_a` and `b`'s `pr_b` when they share a core.
+    pub fn insert_pair(&mut self, a: &str, b: &str, pr_a: f64, pr_b: f64) {
+        self.pairs.insert((a.into(), b.into()), (pr_a, pr_b));
+    }
+
+    pub fn insert_alone(&mut self, a: &str, pr: f64) {
+        self.alone.insert(a.into(), pr);
+    }
+
+    /// The PRs of `a` and `b` sharing a core, if known.
+    pub fn pair(&self, a: &str, b: &str) -> Option<(f64, f64)> {
+        if let Some(&v) = self.pairs.get(&(a.to_string(), b.to_string())) {
+            return Some(v);
+        }
+        self.pairs
+            .get(&(b.to_string(), a.to_string()))
+            .map(|&(x, y)| (y, x))
+    }
+
+    pub fn alone(&self, a: &str) -> Option<f64> {
+        self.alone.get(a).copied()
+    }
+
+    /// The weight of a pair turn (both PRs) and of a lone turn; unknown counts as 1.
+    fn pair_weight(&self, a: &str, b: &str) -> f64 {
+        self.pair(a, b).map_or(1.0, |(x, y)| x + y)
+    }
+
+    fn alone_weight(&self, a: &str) -> f64 {
+        self.alone(a).unwrap_or(1.0)
+    }
+}
 
 /// Goodness of a task outside the current turn while some task of the turn can run: low enough
 /// that the CPU halts rather than run it.
 const SUPPRESSED: i64 = -2000;
 
 pub struct Optimal {
+    truth: PairTruth,
     gangs: Gangs,
+    /// The runnable tasks the decision side's schedule was made for.
+    planned_for: Vec<TaskKey>,
+    rotation: Rotation,
 }
 
 impl Optimal {
-    pub fn new() -> Self {
+    pub fn new(truth: PairTruth) -> Self {
         Optimal {
+            truth,
             gangs: Gangs::default(),
+            planned_for: Vec::new(),
+            rotation: Rotation::default(),
         }
     }
 }
 
-impl Default for Optimal {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// A turn of a co-schedule: two tasks together, or one alone.
-pub type Turn = Vec<TaskId>;
-
-/// The best equal-share co-schedule of `tasks`: every task in exactly two turns, maximising the
-/// mean turn weight. Returns the mean and the turns; `None` without tasks.
-pub fn best_schedule(
-    tasks: &[TaskId],
-    pair: &dyn Fn(TaskId, TaskId) -> f64,
-    alone: &dyn Fn(TaskId) -> f64,
-) -> Option<(f64, Vec<Turn>)> {
+/// The best equal-share co-schedule of `tasks`: every task in exactly two turns (two tasks
+/// together, or one alone), maximising the mean turn weight. Returns the mean and the turns;
+/// `None` without tasks.
+pub fn best_schedule<T: Copy>(
+    tasks: &[T],
+    pair: &dyn Fn(T, T) -> f64,
+    alone: &dyn Fn(T) -> f64,
+) -> Option<(f64, Vec<Vec<T>>)> {
     let n = tasks.len();
     if n == 0 {
         return None;
@@ -142,10 +190,38 @@ impl Policy for Optimal {
         "optimal"
     }
 
-    fn needs_true_pairs(&self) -> bool {
-        true
+    fn needs(&self) -> Needs {
+        Needs {
+            core_groups: true,
+            ..Needs::default()
+        }
     }
 
+    /// The best schedule's turns rotate over the cores, each turn a core-scheduling group of
+    /// its own so that a lone turn has its core to itself.
+    fn decide(&mut self, view: &PeriodView) -> Decisions {
+        let runnable: Vec<TaskKey> = view.runnable().map(|t| t.key).collect();
+        if view.index % PLAN_PERIODS == 0 || runnable != self.planned_for {
+            let label = |k: TaskKey| view.task(k).map_or("", |t| t.label.as_str());
+            let turns = if runnable.len() > MAX_TASKS {
+                Vec::new()
+            } else {
+                let pair = |a: TaskKey, b: TaskKey| self.truth.pair_weight(label(a), label(b));
+                let alone = |a: TaskKey| self.truth.alone_weight(label(a));
+                best_schedule(&runnable, &pair, &alone).map_or(Vec::new(), |(_, t)| t)
+            };
+            self.rotation.set(turns);
+            self.planned_for = runnable;
+        }
+        self.rotation.decide(view, true)
+    }
+
+    fn linux24(&mut self) -> Option<&mut dyn Linux24Hooks> {
+        Some(self)
+    }
+}
+
+impl Linux24Hooks for Optimal {
     fn plan_period_ticks(&self) -> u64 {
         PLAN_PERIOD_TICKS
     }
@@ -163,8 +239,9 @@ impl Policy for Optimal {
             self.gangs.set(Vec::new(), view.tick);
             return;
         }
-        let pair = |a: TaskId, b: TaskId| view.pair_true(a, b).map_or(1.0, |(x, y)| x + y);
-        let alone = |a: TaskId| view.pair_true(a, a).map_or(1.0, |(x, _)| x);
+        let name = |t: TaskId| view.tasks[t].name.as_str();
+        let pair = |a: TaskId, b: TaskId| self.truth.pair_weight(name(a), name(b));
+        let alone = |a: TaskId| self.truth.alone_weight(name(a));
         match best_schedule(&runnable, &pair, &alone) {
             Some((_, turns)) => self.gangs.set(turns, view.tick),
             None => self.gangs.set(Vec::new(), view.tick),

@@ -1,23 +1,44 @@
-//! `plan` (thesis §4.4.4.3; `plan3` as in the USENIX'05 paper): record each task's best partners by
-//! package performance at context switches, decay the records, periodically pick pairs greedily,
-//! and gang-schedule the pairs.
+//! `plan` (thesis §4.4.4.3; `plan3` as in the USENIX'05 paper): record each task's best partners
+//! by combined performance, decay the records, periodically pick pairs greedily, and
+//! gang-schedule the pairs.
+//!
+//! On Linux 2.4 the records come from the estimates at every context switch and the pairs are
+//! gang-scheduled through goodness. As decisions the records come from the pairs each period
+//! shows sharing a core, and every [`PLAN_PERIODS`] periods the planner's pairs — completed with
+//! the tasks it left out, paired with partners not yet recorded, so that every task keeps its
+//! turn and the records grow — take turns on the cores (sibling affinity plus gang turns).
 
+use super::decision::Decisions;
 use super::gang::Gangs;
-use super::{CpuId, Estimates, Goodness, Policy, SchedView, TaskId};
-use std::collections::BTreeMap;
+use super::pairing::{greedy_pairs, pairs_seen, Rotation};
+use super::view::{PeriodView, TaskKey};
+use super::{CpuId, Estimates, Goodness, Linux24Hooks, Needs, Policy, SchedView, TaskId};
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Ticks between planning runs (the thesis's user-space tool runs "periodically"; chosen once: 1 s).
+/// Ticks between planning runs on Linux 2.4 (the thesis's user-space tool runs "periodically";
+/// chosen once: 1 s).
 pub const PLAN_PERIOD_TICKS: u64 = 100;
+/// The same second in 100 ms decision periods.
+pub const PLAN_PERIODS: u64 = 10;
 /// Records decay by this factor at each planning run (rate not given; chosen once).
 pub const DECAY: f64 = 0.9;
 
 pub struct Plan {
     partners: usize,
-    /// Per PID: best partners (PID, package performance).
-    best: BTreeMap<u32, Vec<(u32, f64)>>,
-    /// Per PID: ticks it ran since the last plan (only active tasks are planned).
-    activity: BTreeMap<u32, u64>,
+    /// Per task: best partners (task, combined performance).
+    best: BTreeMap<TaskKey, Vec<(TaskKey, f64)>>,
+    /// Per task: ticks (2.4) or periods with CPU time since the last plan (only active tasks
+    /// are planned).
+    activity: BTreeMap<TaskKey, u64>,
     gangs: Gangs,
+    /// The planner's last pairs (decisions).
+    planned: Vec<(TaskKey, TaskKey)>,
+    rotation: Rotation,
+}
+
+/// A Linux 2.4 task's key: its pid (the simulated 2.4 kernel never reuses one).
+fn pid_key(pid: u32) -> TaskKey {
+    TaskKey { pid, start_time: 0 }
 }
 
 impl Plan {
@@ -27,10 +48,12 @@ impl Plan {
             best: BTreeMap::new(),
             activity: BTreeMap::new(),
             gangs: Gangs::default(),
+            planned: Vec::new(),
+            rotation: Rotation::default(),
         }
     }
 
-    fn record(&mut self, p: u32, q: u32, perf: f64) {
+    fn record(&mut self, p: TaskKey, q: TaskKey, perf: f64) {
         let list = self.best.entry(p).or_default();
         if let Some(e) = list.iter_mut().find(|e| e.0 == q) {
             e.1 = e.1.max(perf);
@@ -41,6 +64,50 @@ impl Plan {
                 *worst = (q, perf);
             }
         }
+    }
+
+    /// The planner: among the active tasks of `runnable`, pairs from the best-partner records,
+    /// best first, each task at most once. Then the records decay, exited tasks are forgotten
+    /// and activity starts again.
+    fn plan_pairs(&mut self, runnable: &BTreeSet<TaskKey>) -> Vec<(TaskKey, TaskKey)> {
+        let active =
+            |k: &TaskKey| self.activity.get(k).is_some_and(|&n| n > 0) && runnable.contains(k);
+        let mut candidates: Vec<(f64, TaskKey, TaskKey)> = Vec::new();
+        for (p, list) in &self.best {
+            if !active(p) {
+                continue;
+            }
+            for &(q, perf) in list {
+                if active(&q) {
+                    candidates.push((perf, *p, q));
+                }
+            }
+        }
+        // Greedy: best combined performance first, skipping tasks already chosen.
+        candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+        let mut chosen: Vec<TaskKey> = Vec::new();
+        let mut pairs = Vec::new();
+        for (_, p, q) in candidates {
+            if chosen.contains(&p) || chosen.contains(&q) {
+                continue;
+            }
+            chosen.extend([p, q]);
+            pairs.push((p, q));
+        }
+        for list in self.best.values_mut() {
+            for e in list.iter_mut() {
+                e.1 *= DECAY;
+            }
+        }
+        self.best.retain(|k, _| runnable.contains(k));
+        self.activity.clear();
+        pairs
+    }
+
+    /// Whether `a` and `b` appear in each other's records.
+    fn recorded(&self, a: TaskKey, b: TaskKey) -> bool {
+        let has = |p: TaskKey, q: TaskKey| self.best.get(&p).is_some_and(|l| l.iter().any(|e| e.0 == q));
+        has(a, b) || has(b, a)
     }
 }
 
@@ -53,6 +120,50 @@ impl Policy for Plan {
         }
     }
 
+    fn needs(&self) -> Needs {
+        Needs {
+            estimates: true,
+            ..Needs::default()
+        }
+    }
+
+    fn decide(&mut self, view: &PeriodView) -> Decisions {
+        for p in pairs_seen(view) {
+            self.record(p.a, p.b, p.combined);
+            self.record(p.b, p.a, p.combined);
+        }
+        for t in view.tasks.iter().filter(|t| t.cpu_ns > 0) {
+            *self.activity.entry(t.key).or_default() += 1;
+        }
+        let runnable: BTreeSet<TaskKey> = view.runnable().map(|t| t.key).collect();
+        if view.index % PLAN_PERIODS == 0 {
+            self.planned = self.plan_pairs(&runnable);
+        }
+        // The planned pairs that can run, and everyone else paired with partners not yet
+        // recorded where possible.
+        let mut groups: Vec<Vec<TaskKey>> = self
+            .planned
+            .iter()
+            .filter(|(p, q)| runnable.contains(p) && runnable.contains(q))
+            .map(|&(p, q)| vec![p, q])
+            .collect();
+        let left: Vec<TaskKey> = runnable
+            .iter()
+            .copied()
+            .filter(|k| !groups.iter().any(|g| g.contains(k)))
+            .collect();
+        let untried = |a: TaskKey, b: TaskKey| (!self.recorded(a, b)).then_some(1.0);
+        groups.extend(greedy_pairs(&left, &untried));
+        self.rotation.set(groups);
+        self.rotation.decide(view, false)
+    }
+
+    fn linux24(&mut self) -> Option<&mut dyn Linux24Hooks> {
+        Some(self)
+    }
+}
+
+impl Linux24Hooks for Plan {
     fn estimates(&self) -> Estimates {
         Estimates::PerSwitch
     }
@@ -67,15 +178,15 @@ impl Policy for Plan {
     ) {
         // Pairings with the idle task are not recorded: HLT gives the other thread the whole core.
         if let [(_, a, pa), (_, b, pb)] = estimates {
-            let (pid_a, pid_b) = (view.tasks[*a].pid, view.tasks[*b].pid);
-            self.record(pid_a, pid_b, pa + pb);
-            self.record(pid_b, pid_a, pa + pb);
+            let (ka, kb) = (pid_key(view.tasks[*a].pid), pid_key(view.tasks[*b].pid));
+            self.record(ka, kb, pa + pb);
+            self.record(kb, ka, pa + pb);
         }
     }
 
     fn tick(&mut self, cpu: CpuId, view: &SchedView) {
         if let Some(t) = view.current[cpu] {
-            *self.activity.entry(view.tasks[t].pid).or_default() += 1;
+            *self.activity.entry(pid_key(view.tasks[t].pid)).or_default() += 1;
         }
         if cpu == view.first_cpu() {
             self.gangs.advance(view);
@@ -87,46 +198,20 @@ impl Policy for Plan {
     }
 
     fn plan(&mut self, view: &SchedView) {
-        let by_pid: BTreeMap<u32, TaskId> = view
+        let by_key: BTreeMap<TaskKey, TaskId> = view
             .tasks
             .iter()
             .enumerate()
             .filter(|(_, t)| t.runnable)
-            .map(|(i, t)| (t.pid, i))
+            .map(|(i, t)| (pid_key(t.pid), i))
             .collect();
-        let active =
-            |pid: &u32| self.activity.get(pid).is_some_and(|&n| n > 0) && by_pid.contains_key(pid);
-        let mut candidates: Vec<(f64, u32, u32)> = Vec::new();
-        for (p, list) in &self.best {
-            if !active(p) {
-                continue;
-            }
-            for &(q, perf) in list {
-                if active(&q) {
-                    candidates.push((perf, *p, q));
-                }
-            }
-        }
-        // Greedy: best package performance first, skipping tasks already chosen.
-        candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        let mut chosen: Vec<u32> = Vec::new();
-        let mut gangs = Vec::new();
-        for (_, p, q) in candidates {
-            if chosen.contains(&p) || chosen.contains(&q) {
-                continue;
-            }
-            chosen.extend([p, q]);
-            gangs.push(vec![by_pid[&p], by_pid[&q]]);
-        }
+        let runnable: BTreeSet<TaskKey> = by_key.keys().copied().collect();
+        let gangs = self
+            .plan_pairs(&runnable)
+            .into_iter()
+            .map(|(p, q)| vec![by_key[&p], by_key[&q]])
+            .collect();
         self.gangs.set(gangs, view.tick);
-        for list in self.best.values_mut() {
-            for e in list.iter_mut() {
-                e.1 *= DECAY;
-            }
-        }
-        // Forget exited tasks; reset activity for the next planning cycle.
-        self.best.retain(|pid, _| by_pid.contains_key(pid));
-        self.activity.clear();
     }
 
     fn goodness(&mut self, task: TaskId, _cpu: CpuId, g: Goodness, _view: &SchedView) -> i64 {

@@ -1,8 +1,14 @@
-//! `tryhard` (thesis §4.4.4.2): a 64-entry table of rolling combined performance per PID pair,
-//! updated at every context switch on a package; a candidate's goodness gains the table value for
-//! it and the task on the sibling, divided by 64.
+//! `tryhard` (thesis §4.4.4.2): a 64-entry table of rolling combined performance per PID pair.
+//! On Linux 2.4 it is updated at every context switch on a package, and a candidate's goodness
+//! gains the table value for it and the task on the sibling, divided by 64. As decisions the
+//! table is updated from every pair a period shows sharing a core, and steers which pairs share a
+//! core: every period the runnable tasks are paired greedily by table value (unrecorded pairs
+//! tried next) and the pairs take turns on the cores.
 
-use super::{CpuId, Estimates, Goodness, Policy, SchedView, TaskId};
+use super::decision::Decisions;
+use super::pairing::{greedy_pairs, pairs_seen, Rotation};
+use super::view::{PeriodView, TaskKey};
+use super::{CpuId, Estimates, Goodness, Linux24Hooks, Needs, Policy, SchedView, TaskId};
 
 pub const TABLE_ENTRIES: usize = 64;
 /// Weight of a new sample in the rolling average (not given in the thesis; chosen once).
@@ -19,13 +25,25 @@ pub fn pair_hash(a: u32, b: u32) -> usize {
 pub struct Tryhard {
     /// Combined performance (sum of both PRs) per hashed pair; 0 = nothing recorded.
     table: [f64; TABLE_ENTRIES],
+    rotation: Rotation,
 }
 
 impl Tryhard {
     pub fn new() -> Self {
         Tryhard {
             table: [0.0; TABLE_ENTRIES],
+            rotation: Rotation::default(),
         }
+    }
+
+    /// Folds one sample of a pair's combined performance into its entry.
+    fn record(&mut self, pid_a: u32, pid_b: u32, combined: f64) {
+        let e = &mut self.table[pair_hash(pid_a, pid_b)];
+        *e = if *e == 0.0 {
+            combined
+        } else {
+            (1.0 - NEW_SAMPLE_WEIGHT) * *e + NEW_SAMPLE_WEIGHT * combined
+        };
     }
 }
 
@@ -40,6 +58,33 @@ impl Policy for Tryhard {
         "tryhard"
     }
 
+    fn needs(&self) -> Needs {
+        Needs {
+            estimates: true,
+            ..Needs::default()
+        }
+    }
+
+    fn decide(&mut self, view: &PeriodView) -> Decisions {
+        for p in pairs_seen(view) {
+            self.record(p.a.pid, p.b.pid, p.combined);
+        }
+        let runnable: Vec<TaskKey> = view.runnable().map(|t| t.key).collect();
+        let table = &self.table;
+        let score = |a: TaskKey, b: TaskKey| {
+            let v = table[pair_hash(a.pid, b.pid)];
+            (v != 0.0).then_some(v)
+        };
+        self.rotation.set(greedy_pairs(&runnable, &score));
+        self.rotation.decide(view, false)
+    }
+
+    fn linux24(&mut self) -> Option<&mut dyn Linux24Hooks> {
+        Some(self)
+    }
+}
+
+impl Linux24Hooks for Tryhard {
     fn estimates(&self) -> Estimates {
         Estimates::PerSwitch
     }
@@ -53,14 +98,7 @@ impl Policy for Tryhard {
         view: &SchedView,
     ) {
         if let [(_, a, pa), (_, b, pb)] = estimates {
-            let h = pair_hash(view.tasks[*a].pid, view.tasks[*b].pid);
-            let combined = pa + pb;
-            let e = &mut self.table[h];
-            *e = if *e == 0.0 {
-                combined
-            } else {
-                (1.0 - NEW_SAMPLE_WEIGHT) * *e + NEW_SAMPLE_WEIGHT * combined
-            };
+            self.record(view.tasks[*a].pid, view.tasks[*b].pid, pa + pb);
         }
     }
 

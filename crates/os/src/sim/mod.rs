@@ -1,16 +1,30 @@
 //! The OS scheduling simulator: tasks on logical CPUs, a tick, blocking and forking, one of two
-//! baseline schedulers steered by a policy, and an oracle that says how fast each running task
-//! progresses in the current situation. Time is simulated cycles; between events every running
-//! task progresses at the rate the oracle gives for the situation, so the loop jumps from event
-//! to event (ticks, blocks, wake-ups, ends of runs and phases).
+//! baseline schedulers, and an oracle that says how fast each running task progresses in the
+//! current situation. Time is simulated cycles; between events every running task progresses at
+//! the rate the oracle gives for the situation, so the loop jumps from event to event (ticks,
+//! periods, blocks, wake-ups, ends of runs and phases).
+//!
+//! A policy acts on the present-day baseline through its decisions, read from a view of each
+//! period ([`period`]); on the Linux 2.4 baseline a thesis policy acts through its goodness hooks
+//! instead ([`linux24`]). The two schedulers own their own modules; this one owns the tasks, the
+//! clock and the events common to both.
+
+mod linux24;
+mod modern;
+mod period;
 
 use crate::estimate::LinearModel;
 use crate::metrics::{Metrics, RunRecord, Switch};
 use crate::oracle::{Occupant, Oracle, ThreadRate};
-use crate::policy::{CpuId, Estimates, Goodness, Policy, SchedView, TaskId, TaskView};
+use crate::policy::{CpuId, Decisions, Policy, TaskId, Weight};
 use crate::taskset::{TaskSetSpec, TaskSpec};
+use period::PeriodAcc;
+use smtsched_model::topology::Topology;
 use smtsched_model::{CpuSet, MachineModel};
 use smtsched_uarch::rng::{derive_seed, SimRng};
+use std::sync::Arc;
+
+pub use linux24::nice_to_ticks;
 
 /// Which base scheduler the policy steers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -18,9 +32,20 @@ use smtsched_uarch::rng::{derive_seed, SimRng};
 pub enum Baseline {
     /// Linux 2.4.19: one runqueue, epochs, goodness(), NICE_TO_TICKS, PROC_CHANGE_PENALTY.
     Linux24,
-    /// A present-day Linux: per-CPU runqueues, EEVDF-like virtual time, wake-up onto a fully idle
-    /// core first, SMT-aware balancing.
+    /// A present-day Linux: per-CPU runqueues, EEVDF, wake-up onto a fully idle core first,
+    /// load balancing, cgroup weights, core scheduling.
     Modern,
+}
+
+impl Baseline {
+    /// The timer frequency of the kernel modelled: 100 Hz for Linux 2.4 on i386 (the seeds'
+    /// HZ), 250 Hz for a present-day distribution kernel (Debian's `CONFIG_HZ=250`).
+    pub fn default_hz(self) -> f64 {
+        match self {
+            Baseline::Linux24 => 100.0,
+            Baseline::Modern => 250.0,
+        }
+    }
 }
 
 impl std::str::FromStr for Baseline {
@@ -63,15 +88,15 @@ pub struct SimConfig {
     /// Logical CPUs the OS uses (the thesis's chapter 4 uses one package); `None` = all.
     pub cpus: Option<CpuSet>,
     pub record_timeline: bool,
-    /// Present-day baseline: the base slice in milliseconds.
-    pub modern_slice_ms: f64,
+    /// Keep every period's view and the policy's decisions in the metrics.
+    pub record_periods: bool,
 }
 
 impl SimConfig {
     pub fn new(baseline: Baseline, duration_s: f64, seed: u64) -> Self {
         SimConfig {
             baseline,
-            hz: 100.0,
+            hz: baseline.default_hz(),
             duration_s,
             stagger_s: 10.0,
             seed,
@@ -79,7 +104,7 @@ impl SimConfig {
             estimator: Estimator::Model(LinearModel::thesis_northwood()),
             cpus: None,
             record_timeline: false,
-            modern_slice_ms: 3.0,
+            record_periods: false,
         }
     }
 }
@@ -112,10 +137,17 @@ struct Task {
     bench: usize,
     name: String,
     pid: u32,
+    /// The tick it was created in: with the pid, its [`crate::policy::TaskKey`].
+    start_tick: u64,
     workload: u32,
     nice: i32,
     mm: u32,
+    /// CPUs the task may run on: its own mask within the decided affinity.
     allowed: Vec<bool>,
+    /// Its own mask (the task set's `cpus`, or every CPU in use).
+    own_allowed: Vec<bool>,
+    group: Option<usize>,
+    trust: Option<String>,
     state: State,
     running_on: Option<CpuId>,
     last_cpu: Option<CpuId>,
@@ -123,8 +155,20 @@ struct Task {
     stopped_at: f64,
     /// Linux 2.4 slice, in 1/256 ticks.
     counter: i64,
+    /// Present-day: its load weight (its nice level's, or a decision's).
+    weight: Weight,
+    /// Present-day: core-scheduling group (`None` = untagged).
+    cookie: Option<u32>,
     vruntime: f64,
     deadline: f64,
+    /// Present-day: virtual lag when it left its runqueue, when, and how fast negative lag decays
+    /// while it is away (its queue's virtual time per cycle then; the kernel's delayed dequeue).
+    saved_lag: f64,
+    lag_saved_at: f64,
+    lag_decay_rate: f64,
+    /// Present-day: virtual time until which the running task may not be preempted by a wake-up
+    /// (the kernel's RUN_TO_PARITY slice protection).
+    protected_until: f64,
     /// Solo cycles left in the current run (a family parent: unused), until the next block, and
     /// in the current phase.
     run_left: f64,
@@ -140,6 +184,8 @@ struct Task {
     migrations: u64,
     ipc_average: f64,
     pr_estimate: Option<f64>,
+    /// What the current period has seen of it.
+    acc: PeriodAcc,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -152,16 +198,11 @@ struct Cpu {
     idle_since: f64,
     /// Present-day baseline: runnable tasks waiting for this CPU.
     queue: Vec<TaskId>,
-}
-
-/// NICE_TO_TICKS at HZ = 100: `((20 - nice) >> 2) + 1` ticks (nice 0 → 6 = 60 ms).
-pub fn nice_to_ticks(nice: i32) -> i64 {
-    (((20 - nice) >> 2) + 1) as i64
-}
-
-/// The CFS/EEVDF load weight of a nice level (1024 at nice 0, ×1.25 per step).
-pub fn nice_weight(nice: i32) -> f64 {
-    1024.0 / 1.25f64.powi(nice)
+    /// Present-day: idle although tasks wait, because core scheduling forbids them beside a
+    /// sibling's task.
+    forced_idle: bool,
+    /// Present-day: load-balancing attempts in a row that moved nothing.
+    balance_failed: u32,
 }
 
 const TICK_UNITS: i64 = 256;
@@ -172,11 +213,20 @@ pub struct OsSim<'a> {
     oracle: &'a dyn Oracle,
     config: SimConfig,
     policy: Box<dyn Policy>,
+    /// Whether the policy steers Linux 2.4 through its hooks (else it acts through decisions).
+    hooks: bool,
     specs: Vec<TaskSpec>,
+    /// Each group's weight in load-weight units, the summed own weights of its runnable tasks,
+    /// and each benchmark's group.
+    group_weights: Vec<f64>,
+    group_load: Vec<f64>,
+    bench_group: Vec<Option<usize>>,
     tasks: Vec<Task>,
     cpus: Vec<Cpu>,
     /// Logical CPUs in use.
     online: Vec<bool>,
+    /// The CPUs in use as the policy's view shows them.
+    topology: Arc<Topology>,
     /// Per CPU, the other online CPUs of its core, and its package (fixed after `new`).
     siblings_of: Vec<Vec<CpuId>>,
     package_of: Vec<usize>,
@@ -195,6 +245,11 @@ pub struct OsSim<'a> {
     phase_cycles: Vec<Vec<f64>>,
     /// Statistics of exited tasks whose slots were reused: (bench, switches in, migrations, cycles).
     exited: Vec<(usize, u64, u64, f64)>,
+    /// The decisions in force (present-day), and the period's bookkeeping.
+    decisions: Decisions,
+    periods: period::Periods,
+    /// Whether any task has a core-scheduling group.
+    core_sched: bool,
 }
 
 impl<'a> OsSim<'a> {
@@ -203,36 +258,62 @@ impl<'a> OsSim<'a> {
         machine: &'a MachineModel,
         oracle: &'a dyn Oracle,
         set: &TaskSetSpec,
-        policy: Box<dyn Policy>,
+        mut policy: Box<dyn Policy>,
         config: SimConfig,
     ) -> Result<Self, String> {
         set.validate()?;
+        if !(config.hz.is_finite() && config.hz > 0.0) {
+            return Err(format!("hz = {}: must be a positive number", config.hz));
+        }
         let n = machine.logical_cpus() as usize;
-        let online: Vec<bool> = match &config.cpus {
-            Some(s) => {
-                if let Some(bad) = s.iter().find(|&c| c as usize >= n) {
-                    return Err(format!(
-                        "cpus {s}: CPU {bad} does not exist on machine {} (CPUs 0-{})",
-                        machine.name,
-                        n - 1
-                    ));
-                }
-                (0..n).map(|c| s.contains(c as u32)).collect()
-            }
-            None => vec![true; n],
-        };
+        let cpus_in_use = config.cpus.clone().unwrap_or_else(|| (0..n as u32).collect());
+        if let Some(bad) = cpus_in_use.iter().find(|&c| c as usize >= n) {
+            return Err(format!(
+                "cpus {cpus_in_use}: CPU {bad} does not exist on machine {} (CPUs 0-{})",
+                machine.name,
+                n - 1
+            ));
+        }
+        let online: Vec<bool> = (0..n).map(|c| cpus_in_use.contains(c as u32)).collect();
         if !online.iter().any(|&o| o) {
             return Err("cpus: no CPU to run on".into());
         }
-        let location = |c: CpuId| machine.cpu_location(c as u32).expect("cpu exists");
-        let siblings_of = (0..n)
+        for (i, t) in set.tasks.iter().enumerate() {
+            let Some(list) = &t.cpus else { continue };
+            let mask = CpuSet::parse(list).map_err(|e| format!("task[{i}].cpus = {list:?}: {e}"))?;
+            if let Some(bad) = mask.iter().find(|&c| c as usize >= n) {
+                return Err(format!(
+                    "task[{i}].cpus = {list:?}: CPU {bad} does not exist on machine {} (CPUs 0-{})",
+                    machine.name,
+                    n - 1
+                ));
+            }
+            if !mask.iter().any(|c| online[c as usize]) {
+                return Err(format!(
+                    "task[{i}].cpus = {list:?}: none of these CPUs is in use (cpus {cpus_in_use})"
+                ));
+            }
+        }
+        let hooks = config.baseline == Baseline::Linux24 && policy.linux24().is_some();
+        let needs = policy.needs();
+        if !hooks && needs.core_groups && config.baseline == Baseline::Linux24 {
+            return Err(format!(
+                "policy {} needs core scheduling, which the linux24 baseline does not have (use --baseline modern)",
+                policy.name()
+            ));
+        }
+        let topology = Arc::new(Topology::of_machine(machine, Some(&cpus_in_use)));
+        let siblings_of = (0..n as u32)
             .map(|cpu| {
-                let core = location(cpu).core;
-                (0..n)
-                    .filter(|&c| c != cpu && online[c] && location(c).core == core)
+                topology
+                    .siblings_of(cpu)
+                    .iter()
+                    .filter(|&c| c != cpu)
+                    .map(|c| c as usize)
                     .collect()
             })
             .collect();
+        let location = |c: CpuId| machine.cpu_location(c as u32).expect("cpu exists");
         let package_of = (0..n).map(|c| location(c).package as usize).collect();
         let hz_cycles = machine.clock_ghz * 1e9;
         let tick_cycles = hz_cycles / config.hz;
@@ -254,15 +335,29 @@ impl<'a> OsSim<'a> {
                 }
             }
         }
+        let fractional = match policy.linux24() {
+            Some(h) if hooks => h.fractional_slices(),
+            _ => false,
+        };
+        let period_cycles = policy.period_ns() as f64 * 1e-9 * hz_cycles;
         let sim = OsSim {
             machine,
             oracle,
-            fractional: policy.fractional_slices(),
+            fractional,
+            hooks,
             policy,
             specs: set.tasks.clone(),
+            group_weights: set
+                .groups
+                .iter()
+                .map(|g| Weight::of_cgroup_v2(g.weight).0 as f64)
+                .collect(),
+            group_load: vec![0.0; set.groups.len()],
+            bench_group: (0..set.tasks.len()).map(|i| set.group_of(i)).collect(),
             tasks: Vec::new(),
             cpus: vec![Cpu::default(); n],
             online,
+            topology,
             siblings_of,
             package_of,
             rng: SimRng::new(derive_seed(config.seed, "os")),
@@ -277,6 +372,9 @@ impl<'a> OsSim<'a> {
             solo_seconds,
             phase_cycles,
             exited: Vec::new(),
+            decisions: Decisions::none(),
+            periods: period::Periods::new(if hooks { 0.0 } else { period_cycles }),
+            core_sched: false,
             config,
         };
         // Warm the oracle with every situation of up to one task per CPU of a core.
@@ -333,7 +431,7 @@ impl<'a> OsSim<'a> {
         let spec = &self.specs[bench];
         let pid = self.next_pid;
         self.next_pid += 1;
-        let allowed = match spec.cpus.as_deref().map(CpuSet::parse) {
+        let own_allowed: Vec<bool> = match spec.cpus.as_deref().map(CpuSet::parse) {
             Some(Ok(s)) => (0..self.cpus.len())
                 .map(|c| self.online[c] && s.contains(c as u32))
                 .collect(),
@@ -344,17 +442,27 @@ impl<'a> OsSim<'a> {
             bench,
             name: spec.display_name(),
             pid,
+            start_tick: self.tick,
             workload: bench as u32,
             nice: spec.nice,
             mm: pid,
-            allowed,
+            allowed: own_allowed.clone(),
+            own_allowed,
+            group: self.bench_group[bench],
+            trust: spec.trust.clone(),
             state: State::Runnable,
             running_on: None,
             last_cpu: parent.and_then(|p| self.tasks[p].last_cpu),
             stopped_at: self.now,
             counter: nice_to_ticks(spec.nice) * TICK_UNITS,
+            weight: Weight::of_nice(spec.nice),
+            cookie: None,
             vruntime: 0.0,
             deadline: 0.0,
+            saved_lag: 0.0,
+            lag_saved_at: 0.0,
+            lag_decay_rate: 0.0,
+            protected_until: 0.0,
             run_left: workload_cycles,
             block_left,
             phase: 0,
@@ -367,6 +475,7 @@ impl<'a> OsSim<'a> {
             migrations: 0,
             ipc_average: 0.0,
             pr_estimate: None,
+            acc: PeriodAcc::default(),
         };
         // The slot of an exited task (no longer on a CPU) is reused, so a family that forks
         // thousands of children keeps the task table small; its statistics are kept aside.
@@ -439,13 +548,19 @@ impl<'a> OsSim<'a> {
         self.metrics.solo_seconds = self.solo_seconds.clone();
         self.metrics.nice = self.specs.iter().map(|s| s.nice).collect();
         let mut next_tick = self.tick_cycles;
-        let plan_period = self.policy.plan_period_ticks();
+        let plan_period = match self.policy.linux24() {
+            Some(h) if self.hooks => h.plan_period_ticks(),
+            _ => 0,
+        };
         while self.now < end {
             if !self.rates_valid {
                 self.refresh_rates();
             }
             // The next event.
             let mut t_next = next_tick.min(end);
+            if let Some(p) = self.periods.next_at() {
+                t_next = t_next.min(p);
+            }
             for t in &self.tasks {
                 if let State::Blocked { until } = t.state {
                     t_next = t_next.min(until.max(self.now));
@@ -470,9 +585,14 @@ impl<'a> OsSim<'a> {
                 next_tick += self.tick_cycles;
                 self.on_tick();
                 if plan_period > 0 && self.tick.is_multiple_of(plan_period) {
-                    let view = self.view(self.policy.needs_true_pairs());
-                    self.policy.plan(&view);
+                    let view = self.sched_view();
+                    if let Some(h) = self.policy.linux24() {
+                        h.plan(&view);
+                    }
                 }
+            }
+            if self.periods.next_at().is_some_and(|p| self.now >= p - 1e-6) {
+                self.end_period();
             }
             for c in 0..self.cpus.len() {
                 if self.online[c] && self.cpus[c].need_resched {
@@ -511,6 +631,9 @@ impl<'a> OsSim<'a> {
         if dt <= 0.0 {
             return;
         }
+        if self.periods.active() {
+            self.account_period(dt);
+        }
         for c in 0..self.cpus.len() {
             let Some(t) = self.cpus[c].current else {
                 continue;
@@ -519,14 +642,15 @@ impl<'a> OsSim<'a> {
             self.cpus[c].debt -= paid;
             let useful = dt - paid;
             let r = self.rates[c].expect("a running task has a rate");
-            let task = &mut self.tasks[t];
             let work = useful * r.pr;
+            let weight = self.effective_weight(t);
+            let task = &mut self.tasks[t];
             task.run_left -= work;
             task.block_left -= work;
             task.phase_left -= work;
             task.cpu_cycles += dt;
             if self.config.baseline == Baseline::Modern {
-                task.vruntime += dt * 1024.0 / nice_weight(task.nice);
+                task.vruntime += dt * 1024.0 / weight;
             }
         }
     }
@@ -554,11 +678,40 @@ impl<'a> OsSim<'a> {
                 let bench = self.tasks[t].bench;
                 let wait = self.wait_cycles(bench);
                 self.tasks[t].block_left = self.next_block(bench);
-                self.tasks[t].state = State::Blocked {
+                self.leave_runnable(t, State::Blocked {
                     until: self.now + wait,
-                };
+                });
                 self.cpus[c].need_resched = true;
             }
+        }
+    }
+
+    /// `t` stops being runnable (it blocks, waits for a child or exits).
+    fn leave_runnable(&mut self, t: TaskId, state: State) {
+        if self.tasks[t].state == State::Runnable {
+            self.tasks[t].acc.runnable_until(self.now);
+            if let Some(g) = self.tasks[t].group {
+                self.group_load[g] -= self.tasks[t].weight.0 as f64;
+            }
+            if self.config.baseline == Baseline::Modern {
+                self.dequeue_sleeper(t);
+            }
+        }
+        self.tasks[t].state = state;
+    }
+
+    /// `t` becomes runnable and is placed by the baseline.
+    fn become_runnable(&mut self, t: TaskId) {
+        self.tasks[t].state = State::Runnable;
+        self.joined_runnable(t);
+        self.wake(t);
+    }
+
+    /// Bookkeeping of a task that has just become runnable (woken or forked).
+    fn joined_runnable(&mut self, t: TaskId) {
+        self.tasks[t].acc.runnable_since = Some(self.now);
+        if let Some(g) = self.tasks[t].group {
+            self.group_load[g] += self.tasks[t].weight.0 as f64;
         }
     }
 
@@ -569,13 +722,12 @@ impl<'a> OsSim<'a> {
             Some(Family {
                 parent: Some(p), ..
             }) => {
-                self.tasks[t].state = State::Exited;
+                self.leave_runnable(t, State::Exited);
                 self.cpus[cpu].need_resched = true;
                 if let Some(pf) = self.tasks[p].family.as_mut() {
                     pf.child = None;
                 }
-                self.tasks[p].state = State::Runnable;
-                self.wake(p);
+                self.become_runnable(p);
             }
             // A plain task completes a run and starts the next.
             _ => {
@@ -595,8 +747,7 @@ impl<'a> OsSim<'a> {
         for t in 0..self.tasks.len() {
             if let State::Blocked { until } = self.tasks[t].state {
                 if until <= self.now + 1e-6 {
-                    self.tasks[t].state = State::Runnable;
-                    self.wake(t);
+                    self.become_runnable(t);
                 }
             }
         }
@@ -646,113 +797,42 @@ impl<'a> OsSim<'a> {
         let pc = self.tasks[p].counter;
         self.tasks[child].counter = ((pc / TICK_UNITS + 1) >> 1) * TICK_UNITS;
         self.tasks[p].counter = ((pc / TICK_UNITS) >> 1) * TICK_UNITS;
-        self.tasks[child].vruntime = self.tasks[p].vruntime;
+        self.fork_placement(p, child);
         if let Some(ff) = self.tasks[p].family.as_mut() {
             ff.children_left -= 1;
             ff.child = Some(child);
         }
-        self.tasks[p].state = State::WaitingChild;
+        self.leave_runnable(p, State::WaitingChild);
         if let Some(c) = self.tasks[p].running_on {
             self.cpus[c].need_resched = true;
         }
         self.metrics.forks += 1;
+        self.joined_runnable(child);
         self.wake(child);
     }
 
     fn on_tick(&mut self) {
-        let estimates = self.policy.estimates();
-        // Only a policy that charges fractions of a tick needs a view to charge by.
-        let charge_view = self.fractional.then(|| self.view(false));
-        for c in 0..self.cpus.len() {
-            if !self.online[c] {
-                continue;
-            }
-            let Some(t) = self.cpus[c].current else {
-                continue;
-            };
-            let r = self.rates[c].expect("running task has a rate");
-            self.tasks[t].ticks_run += 1;
-            self.tasks[t].ipc_average = if self.tasks[t].ipc_average == 0.0 {
-                r.ipc
-            } else {
-                0.9 * self.tasks[t].ipc_average + 0.1 * r.ipc
-            };
-            if estimates == Estimates::PerTick {
-                let e = self.estimate(c);
-                self.tasks[t].pr_estimate = Some(e);
-                self.charge_estimate(c, 1);
-            }
-            match self.config.baseline {
-                Baseline::Linux24 => {
-                    let units = match &charge_view {
-                        Some(view) => {
-                            let charge = self.policy.tick_charge(t, c, view);
-                            (charge * TICK_UNITS as f64).round() as i64
-                        }
-                        None => TICK_UNITS,
-                    };
-                    let task = &mut self.tasks[t];
-                    task.counter -= units;
-                    if task.counter <= 0 {
-                        task.counter = 0;
-                        self.cpus[c].need_resched = true;
-                    }
-                }
-                Baseline::Modern => {
-                    // `fair` on the present-day baseline: virtual time runs faster for tasks doing
-                    // well under SMT.
-                    let task = &mut self.tasks[t];
-                    if let Some(view) = &charge_view {
-                        let charge = self.policy.tick_charge(t, c, view);
-                        task.vruntime +=
-                            (charge - 1.0) * self.tick_cycles * 1024.0 / nice_weight(task.nice);
-                    }
-                    // Slice used up and someone else waiting: preempt.
-                    if !self.cpus[c].queue.is_empty() && task.vruntime >= task.deadline {
-                        self.cpus[c].need_resched = true;
-                    }
-                }
-            }
+        match self.config.baseline {
+            Baseline::Linux24 => self.tick_linux24(),
+            Baseline::Modern => self.tick_modern(),
         }
-        let view = self.view(false);
-        for c in 0..self.cpus.len() {
-            if self.online[c] {
-                self.policy.tick(c, &view);
-            }
-        }
-        if self.policy.take_resched_request() {
-            for c in 0..self.cpus.len() {
-                self.cpus[c].need_resched |= self.online[c];
-            }
-        }
-        if self.config.baseline == Baseline::Modern {
-            self.balance();
-        }
+    }
+
+    /// The per-tick statistics of the task running on `c`: ticks run and rolling IPC.
+    fn count_tick(&mut self, c: CpuId, t: TaskId) {
+        let r = self.rates[c].expect("running task has a rate");
+        let task = &mut self.tasks[t];
+        task.ticks_run += 1;
+        task.ipc_average = if task.ipc_average == 0.0 {
+            r.ipc
+        } else {
+            0.9 * task.ipc_average + 0.1 * r.ipc
+        };
     }
 
     fn charge_estimate(&mut self, cpu: CpuId, n: u32) {
         self.cpus[cpu].debt += n as f64 * self.config.estimate_cost_ticks * self.tick_cycles;
         self.metrics.estimates += n as u64;
-    }
-
-    /// The estimated PR of the task on `cpu` in the current situation.
-    fn estimate(&mut self, cpu: CpuId) -> f64 {
-        if !self.rates_valid {
-            self.refresh_rates();
-        }
-        let me = self.rates[cpu].expect("estimating a running task");
-        match &self.config.estimator {
-            Estimator::Perfect => me.pr,
-            Estimator::Model(m) => {
-                let back = self
-                    .siblings(cpu)
-                    .iter()
-                    .find_map(|&s| self.rates[s])
-                    .map(|r| r.epc)
-                    .unwrap_or_default();
-                m.estimate(&me.epc, &back)
-            }
-        }
     }
 
     /// The other online CPUs of `cpu`'s core.
@@ -764,239 +844,28 @@ impl<'a> OsSim<'a> {
         self.package_of[cpu]
     }
 
-    fn view(&self, with_pairs: bool) -> SchedView {
-        let n = self.cpus.len();
-        let mut view = SchedView {
-            tick: self.tick,
-            tasks: self
-                .tasks
-                .iter()
-                .map(|t| TaskView {
-                    pid: t.pid,
-                    name: t.name.clone(),
-                    nice: t.nice,
-                    runnable: t.state == State::Runnable,
-                    running_on: t.running_on,
-                    last_cpu: t.last_cpu,
-                    ticks_run: t.ticks_run,
-                    slice_left: t.counter as f64 / TICK_UNITS as f64,
-                    ipc_average: t.ipc_average,
-                    pr_estimate: t.pr_estimate,
-                })
-                .collect(),
-            current: self.cpus.iter().map(|c| c.current).collect(),
-            package_of: self.package_of.clone(),
-            online: self.online.clone(),
-            siblings_of: self.siblings_of.clone(),
-            pair_true: Default::default(),
-        };
-        if with_pairs {
-            // True PRs of pairs of runnable tasks on the first online core (and alone).
-            let first = (0..n).find(|&c| self.online[c]).expect("an online CPU");
-            let sib = self.siblings(first).first().copied();
-            let runnable: Vec<TaskId> = (0..self.tasks.len())
-                .filter(|&t| self.tasks[t].state == State::Runnable)
-                .collect();
-            for (i, &a) in runnable.iter().enumerate() {
-                let occ = |t: TaskId| {
-                    Some(Occupant {
-                        workload: self.tasks[t].workload,
-                        phase: self.tasks[t].phase,
-                    })
-                };
-                let mut s = vec![None; n];
-                s[first] = occ(a);
-                let alone = self.oracle.rates(&s)[first].map_or(1.0, |r| r.pr);
-                view.pair_true.insert((a, a), (alone, alone));
-                if let Some(sib) = sib {
-                    for &b in &runnable[i + 1..] {
-                        let mut s2 = s.clone();
-                        s2[sib] = occ(b);
-                        let r = self.oracle.rates(&s2);
-                        if let (Some(ra), Some(rb)) = (r[first], r[sib]) {
-                            view.pair_true.insert((a, b), (ra.pr, rb.pr));
-                        }
-                    }
-                }
-            }
-        }
-        view
-    }
-
-    fn goodness(&mut self, t: TaskId, cpu: CpuId, prev_mm: Option<u32>, view: &SchedView) -> i64 {
-        let task = &self.tasks[t];
-        let g = Goodness {
-            counter: task.counter as f64 / TICK_UNITS as f64,
-            nice: task.nice,
-            same_cpu: task.last_cpu == Some(cpu),
-            same_package: task
-                .last_cpu
-                .is_some_and(|l| self.package(l) == self.package(cpu)),
-            same_mm: prev_mm == Some(task.mm),
-        };
-        if g.counter < 1.0 {
-            return 0;
-        }
-        self.policy.goodness(t, cpu, g, view)
-    }
-
-    fn can_run(&self, t: TaskId, cpu: CpuId) -> bool {
-        let task = &self.tasks[t];
-        task.state == State::Runnable
-            && task.allowed[cpu]
-            && (task.running_on.is_none() || task.running_on == Some(cpu))
-    }
-
     /// `schedule()` on `cpu`.
     fn schedule(&mut self, cpu: CpuId) {
         self.cpus[cpu].need_resched = false;
-        let prev = self.cpus[cpu].current;
-        let next = match self.config.baseline {
-            Baseline::Linux24 => self.pick_linux24(cpu, prev),
-            Baseline::Modern => self.pick_modern(cpu, prev),
-        };
-        if next != prev {
-            self.switch(cpu, prev, next);
-        }
-    }
-
-    fn pick_linux24(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
-        let view = self.view(false);
-        let prev_mm = prev.map(|p| self.tasks[p].mm);
-        loop {
-            let mut best: Option<TaskId> = None;
-            let mut c: i64 = -1000;
-            let mut any = false;
-            for t in 0..self.tasks.len() {
-                if !self.can_run(t, cpu) {
-                    continue;
-                }
-                any = true;
-                let w = self.goodness(t, cpu, prev_mm, &view);
-                if w > c {
-                    c = w;
-                    best = Some(t);
+        match self.config.baseline {
+            Baseline::Linux24 => {
+                let prev = self.cpus[cpu].current;
+                let next = self.pick_linux24(cpu, prev);
+                if next != prev {
+                    self.switch(cpu, prev, next);
                 }
             }
-            if any && c == 0 {
-                // Every runnable task has used its slice: a new epoch for all tasks.
-                for task in &mut self.tasks {
-                    if task.state != State::Exited {
-                        let carried = if self.fractional {
-                            task.counter >> 1
-                        } else {
-                            ((task.counter / TICK_UNITS) >> 1) * TICK_UNITS
-                        };
-                        task.counter = carried + nice_to_ticks(task.nice) * TICK_UNITS;
-                    }
-                }
-                self.metrics.epochs += 1;
-                continue;
-            }
-            return best;
+            Baseline::Modern => self.schedule_modern(cpu),
         }
-    }
-
-    fn eligible_modern(&self, cpu: CpuId, prev: Option<TaskId>) -> Vec<TaskId> {
-        let mut cands: Vec<TaskId> = self.cpus[cpu].queue.clone();
-        if let Some(p) = prev {
-            if self.tasks[p].state == State::Runnable && self.tasks[p].allowed[cpu] {
-                cands.push(p);
-            }
-        }
-        cands
-    }
-
-    fn pick_modern(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
-        let cands = self.eligible_modern(cpu, prev);
-        if cands.is_empty() {
-            return None;
-        }
-        let wsum: f64 = cands.iter().map(|&t| nice_weight(self.tasks[t].nice)).sum();
-        let avg = cands
-            .iter()
-            .map(|&t| self.tasks[t].vruntime * nice_weight(self.tasks[t].nice))
-            .sum::<f64>()
-            / wsum;
-        let eligible: Vec<TaskId> = cands
-            .iter()
-            .copied()
-            .filter(|&t| self.tasks[t].vruntime <= avg + 1e-6)
-            .collect();
-        let view = self.view(false);
-        let chosen = self
-            .policy
-            .dispatch(cpu, &eligible, &view)
-            .filter(|t| eligible.contains(t));
-        let pick = chosen.unwrap_or_else(|| {
-            // Earliest virtual deadline; a goodness bonus from the policy breaks in first (the
-            // present-day analogue of the thesis's goodness adjustments).
-            let prev_mm = prev.map(|p| self.tasks[p].mm);
-            let mut best = eligible[0];
-            let mut key = (i64::MIN, f64::INFINITY);
-            for &t in &eligible {
-                let g = Goodness {
-                    counter: 1.0,
-                    nice: 0,
-                    same_cpu: self.tasks[t].last_cpu == Some(cpu),
-                    same_package: false,
-                    same_mm: prev_mm == Some(self.tasks[t].mm),
-                };
-                let bonus = self.policy.goodness(t, cpu, g, &view) - g.stock();
-                let k = (bonus, self.tasks[t].deadline);
-                if k.0 > key.0 || (k.0 == key.0 && k.1 < key.1) {
-                    key = k;
-                    best = t;
-                }
-            }
-            best
-        });
-        self.cpus[cpu].queue.retain(|&t| t != pick);
-        if let Some(p) = prev {
-            if p != pick
-                && self.tasks[p].state == State::Runnable
-                && !self.cpus[cpu].queue.contains(&p)
-            {
-                self.cpus[cpu].queue.push(p);
-            }
-        }
-        let slice = self.config.modern_slice_ms * 1e-3 * self.machine.clock_ghz * 1e9;
-        let task = &mut self.tasks[pick];
-        if task.vruntime >= task.deadline || Some(pick) != prev {
-            task.deadline = task.vruntime + slice * 1024.0 / nice_weight(task.nice);
-        }
-        Some(pick)
     }
 
     fn switch(&mut self, cpu: CpuId, prev: Option<TaskId>, next: Option<TaskId>) {
-        // The policy's counter sample: estimates for the package's running tasks, before the switch.
-        if self.policy.estimates() == Estimates::PerSwitch {
-            let mut ests = Vec::new();
-            let mut cpus = vec![cpu];
-            cpus.extend(self.siblings(cpu));
-            for &c in &cpus {
-                if let Some(t) = self.cpus[c].current {
-                    let e = self.estimate(c);
-                    self.tasks[t].pr_estimate = Some(e);
-                    ests.push((c, t, e));
-                }
-            }
-            self.charge_estimate(cpu, ests.len() as u32);
-            let view = self.view(false);
-            self.policy.switching(cpu, prev, next, &ests, &view);
-        } else {
-            let view = self.view(false);
-            self.policy.switching(cpu, prev, next, &[], &view);
+        if self.hooks {
+            self.switch_hook(cpu, prev, next);
         }
         if let Some(p) = prev {
             self.tasks[p].running_on = None;
             self.tasks[p].stopped_at = self.now;
-            if self.config.baseline == Baseline::Modern
-                && self.tasks[p].state == State::Runnable
-                && !self.cpus[cpu].queue.contains(&p)
-            {
-                self.cpus[cpu].queue.push(p);
-            }
         }
         self.cpus[cpu].current = next;
         self.cpus[cpu].debt += self.machine.os.context_switch_cycles as f64;
@@ -1021,9 +890,6 @@ impl<'a> OsSim<'a> {
                 task.running_on = Some(cpu);
                 task.last_cpu = Some(cpu);
                 task.switches_in += 1;
-                if self.config.baseline == Baseline::Modern {
-                    self.cpus[cpu].queue.retain(|&t| t != n);
-                }
             }
             None => self.cpus[cpu].idle_since = self.now,
         }
@@ -1042,180 +908,41 @@ impl<'a> OsSim<'a> {
 
     /// A task became runnable: place it (present-day) or look for a CPU to preempt (2.4).
     fn wake(&mut self, t: TaskId) {
-        let view = self.view(false);
-        let hint = self
-            .policy
-            .select_cpu(t, self.tasks[t].last_cpu, &view)
-            .filter(|&c| self.tasks[t].allowed[c]);
         match self.config.baseline {
-            Baseline::Linux24 => self.reschedule_idle(t, hint, &view),
-            Baseline::Modern => {
-                let cpu = hint.unwrap_or_else(|| self.select_idle_sibling(t));
-                // Place after the queue's minimum virtual time (no credit beyond half a slice).
-                let min_v = self.cpus[cpu]
-                    .queue
+            Baseline::Linux24 => self.wake_linux24(t),
+            Baseline::Modern => self.wake_modern(t),
+        }
+    }
+
+    /// The estimated PR of the task on `cpu` in the current situation (the 2.4 hooks' per-tick
+    /// and per-switch estimates).
+    fn estimate(&mut self, cpu: CpuId) -> f64 {
+        if !self.rates_valid {
+            self.refresh_rates();
+        }
+        let me = self.rates[cpu].expect("estimating a running task");
+        match &self.config.estimator {
+            Estimator::Perfect => me.pr,
+            Estimator::Model(m) => {
+                let back = self
+                    .siblings(cpu)
                     .iter()
-                    .map(|&q| self.tasks[q].vruntime)
-                    .chain(self.cpus[cpu].current.map(|c| self.tasks[c].vruntime))
-                    .fold(f64::INFINITY, f64::min);
-                if min_v.is_finite() {
-                    let half_slice =
-                        0.5 * self.config.modern_slice_ms * 1e-3 * self.machine.clock_ghz * 1e9;
-                    self.tasks[t].vruntime = self.tasks[t].vruntime.max(min_v - half_slice);
-                }
-                if !self.cpus[cpu].queue.contains(&t) {
-                    self.cpus[cpu].queue.push(t);
-                }
-                match self.cpus[cpu].current {
-                    None => self.cpus[cpu].need_resched = true,
-                    Some(cur) => {
-                        if self.tasks[t].vruntime + 1e-6 < self.tasks[cur].vruntime
-                            && self.tasks[t].deadline < self.tasks[cur].deadline
-                        {
-                            self.cpus[cpu].need_resched = true;
-                        }
-                    }
-                }
+                    .find_map(|&s| self.rates[s])
+                    .map(|r| r.epc)
+                    .unwrap_or_default();
+                m.estimate(&me.epc, &back)
             }
         }
     }
 
-    /// Linux 2.4 `reschedule_idle()`.
-    fn reschedule_idle(&mut self, t: TaskId, hint: Option<CpuId>, view: &SchedView) {
-        let idle = |s: &Self, c: CpuId| {
-            s.online[c] && s.cpus[c].current.is_none() && s.tasks[t].allowed[c]
-        };
-        if let Some(c) = hint.filter(|&c| idle(self, c)) {
-            self.cpus[c].need_resched = true;
-            return;
-        }
-        if let Some(last) = self.tasks[t].last_cpu {
-            if idle(self, last) {
-                self.cpus[last].need_resched = true;
-                return;
-            }
-        }
-        // The CPU idle the longest.
-        let oldest = (0..self.cpus.len())
-            .filter(|&c| idle(self, c))
-            .min_by(|&a, &b| self.cpus[a].idle_since.total_cmp(&self.cpus[b].idle_since));
-        if let Some(c) = oldest {
-            self.cpus[c].need_resched = true;
-            return;
-        }
-        // Preempt where the woken task's goodness most exceeds the current task's.
-        let mut best: Option<(i64, CpuId)> = None;
-        for c in 0..self.cpus.len() {
-            if !self.online[c] || !self.tasks[t].allowed[c] {
-                continue;
-            }
-            let Some(cur) = self.cpus[c].current else {
-                continue;
-            };
-            let mm = Some(self.tasks[cur].mm);
-            let p = self.goodness(t, c, mm, view) - self.goodness(cur, c, mm, view);
-            if p > 0 && best.is_none_or(|b| p > b.0) {
-                best = Some((p, c));
-            }
-        }
-        if let Some((_, c)) = best {
-            self.cpus[c].need_resched = true;
-        }
-    }
-
-    /// Present-day wake-up placement: the previous CPU if idle, else an idle CPU on a fully idle
-    /// core, else any idle CPU, else the previous CPU.
-    fn select_idle_sibling(&self, t: TaskId) -> CpuId {
-        let allowed = |c: CpuId| self.online[c] && self.tasks[t].allowed[c];
-        let idle = |c: CpuId| {
-            allowed(c) && self.cpus[c].current.is_none() && self.cpus[c].queue.is_empty()
-        };
-        let prev = self.tasks[t].last_cpu.filter(|&c| allowed(c));
-        let core_idle = |c: CpuId| {
-            idle(c)
-                && self
-                    .siblings(c)
-                    .iter()
-                    .all(|&s| self.cpus[s].current.is_none())
-        };
-        if let Some(p) = prev.filter(|&p| core_idle(p)) {
-            return p;
-        }
-        if let Some(c) = (0..self.cpus.len()).find(|&c| core_idle(c)) {
-            return c;
-        }
-        if let Some(p) = prev.filter(|&p| idle(p)) {
-            return p;
-        }
-        if let Some(c) = (0..self.cpus.len()).find(|&c| idle(c)) {
-            return c;
-        }
-        prev.unwrap_or_else(|| {
-            (0..self.cpus.len())
-                .filter(|&c| allowed(c))
-                .min_by_key(|&c| self.cpus[c].queue.len())
-                .expect("an allowed CPU")
-        })
-    }
-
-    /// Present-day load balancing at each tick: idle CPUs pull waiting tasks (CPUs on fully idle
-    /// cores first), and a core running two tasks hands one to a fully idle core.
-    fn balance(&mut self) {
-        let n = self.cpus.len();
-        let mut order: Vec<CpuId> = (0..n)
-            .filter(|&c| {
-                self.online[c] && self.cpus[c].current.is_none() && self.cpus[c].queue.is_empty()
-            })
-            .collect();
-        order.sort_by_key(|&c| {
-            self.siblings(c)
-                .iter()
-                .filter(|&&s| self.cpus[s].current.is_some())
-                .count()
-        });
-        for c in order {
-            if self.cpus[c].current.is_some() || !self.cpus[c].queue.is_empty() {
-                continue;
-            }
-            let busiest = (0..n)
-                .filter(|&b| b != c && !self.cpus[b].queue.is_empty())
-                .max_by_key(|&b| (self.cpus[b].queue.len(), std::cmp::Reverse(b)));
-            if let Some(b) = busiest {
-                if let Some(pos) = self.cpus[b]
-                    .queue
-                    .iter()
-                    .position(|&t| self.tasks[t].allowed[c])
-                {
-                    let t = self.cpus[b].queue.remove(pos);
-                    self.cpus[c].queue.push(t);
-                    self.cpus[c].need_resched = true;
-                    continue;
-                }
-            }
-            // SMT balance: this CPU's core is fully idle and another core runs two tasks.
-            let core_idle = self
-                .siblings(c)
-                .iter()
-                .all(|&s| self.cpus[s].current.is_none());
-            if core_idle {
-                let donor = (0..n).find(|&d| {
-                    self.cpus[d].current.is_some()
-                        && self
-                            .siblings(d)
-                            .iter()
-                            .any(|&s| self.cpus[s].current.is_some())
-                });
-                if let Some(d) = donor {
-                    let t = self.cpus[d].current.expect("donor runs a task");
-                    if self.tasks[t].allowed[c] {
-                        self.switch(d, Some(t), None);
-                        self.cpus[d].queue.retain(|&q| q != t);
-                        self.cpus[c].queue.push(t);
-                        self.cpus[c].need_resched = true;
-                        self.cpus[d].need_resched = true;
-                    }
-                }
-            }
+    /// A task's weight as the present-day scheduler uses it: its own, or within its group its
+    /// share of the group's weight (hierarchical fair sharing flattened onto tasks).
+    fn effective_weight(&self, t: TaskId) -> f64 {
+        let task = &self.tasks[t];
+        let own = task.weight.0 as f64;
+        match task.group {
+            Some(g) => self.group_weights[g] * own / self.group_load[g].max(own),
+            None => own,
         }
     }
 }

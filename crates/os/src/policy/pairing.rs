@@ -1,0 +1,282 @@
+//! Pairings through decisions, shared by the policies that choose which tasks share a core
+//! (`tryhard`, `plan`, `sos`, `optimal`): what a period shows about pairs, a greedy pairing from
+//! pair scores, and the rotation that realises a pairing on the machine's cores.
+//!
+//! A pairing is a list of groups (two tasks that should share a core, or one alone). When there
+//! are no more groups than cores, each group is pinned to a core of its own every period. With
+//! more, the groups take turns: each period the next groups in order, one per core, are pinned to
+//! a core and form the gang turn, so every task gets the same number of turns and the others yield
+//! (they run only where a member leaves a CPU idle).
+
+use super::decision::Decisions;
+use super::view::{PeriodView, TaskKey};
+use smtsched_model::CpuSet;
+
+/// A pair of tasks seen sharing a core for most of a period, and the sum of their PR estimates
+/// there (the thesis's "combined performance").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairSeen {
+    pub a: TaskKey,
+    pub b: TaskKey,
+    pub combined: f64,
+}
+
+/// The pairs the view shows: tasks that were each other's main co-runner and both have an
+/// estimate, each pair once (`a < b`).
+pub fn pairs_seen(view: &PeriodView) -> Vec<PairSeen> {
+    let mut out = Vec::new();
+    for t in &view.tasks {
+        let Some(partner) = t.main_corunner().filter(|p| t.key < *p) else {
+            continue;
+        };
+        let Some(u) = view.task(partner) else {
+            continue;
+        };
+        if u.main_corunner() != Some(t.key) {
+            continue;
+        }
+        if let (Some(pa), Some(pb)) = (t.pr_estimate, u.pr_estimate) {
+            out.push(PairSeen {
+                a: t.key,
+                b: u.key,
+                combined: pa + pb,
+            });
+        }
+    }
+    out
+}
+
+/// Pairs `tasks` greedily: known pairs best score first (ties by keys), skipping tasks already
+/// paired; the rest are paired in key order, preferring partners never scored (so that every
+/// pair is eventually tried); an odd task out runs alone.
+pub fn greedy_pairs(
+    tasks: &[TaskKey],
+    score: &dyn Fn(TaskKey, TaskKey) -> Option<f64>,
+) -> Vec<Vec<TaskKey>> {
+    let mut known: Vec<(f64, TaskKey, TaskKey)> = Vec::new();
+    for (i, &a) in tasks.iter().enumerate() {
+        for &b in &tasks[i + 1..] {
+            if let Some(s) = score(a, b) {
+                known.push((s, a, b));
+            }
+        }
+    }
+    known.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+    let mut used: Vec<TaskKey> = Vec::new();
+    let mut groups = Vec::new();
+    for (_, a, b) in known {
+        if !used.contains(&a) && !used.contains(&b) {
+            used.extend([a, b]);
+            groups.push(vec![a, b]);
+        }
+    }
+    let mut rest: Vec<TaskKey> = tasks.iter().copied().filter(|t| !used.contains(t)).collect();
+    while let Some(a) = (!rest.is_empty()).then(|| rest.remove(0)) {
+        let partner = rest
+            .iter()
+            .position(|&b| score(a, b).is_none())
+            .or((!rest.is_empty()).then_some(0));
+        match partner {
+            Some(i) => groups.push(vec![a, rest.remove(i)]),
+            None => groups.push(vec![a]),
+        }
+    }
+    groups
+}
+
+/// Groups taking turns on the cores; see the module documentation.
+#[derive(Clone, Debug, Default)]
+pub struct Rotation {
+    groups: Vec<Vec<TaskKey>>,
+    /// The group whose turn comes next.
+    next: usize,
+}
+
+impl Rotation {
+    /// Replaces the groups; the turn order carries on from where it was.
+    pub fn set(&mut self, groups: Vec<Vec<TaskKey>>) {
+        if groups != self.groups {
+            self.next %= groups.len().max(1);
+            self.groups = groups;
+        }
+    }
+
+    pub fn groups(&self) -> &[Vec<TaskKey>] {
+        &self.groups
+    }
+
+    /// The decisions for the coming period. Groups without a runnable member skip their turn.
+    /// With `isolate`, each group of the turn is also a core-scheduling group of its own, so a
+    /// task meant to run alone has its core to itself.
+    pub fn decide(&mut self, view: &PeriodView, isolate: bool) -> Decisions {
+        let runnable = |k: &TaskKey| view.task(*k).is_some_and(|t| t.runnable);
+        let n = self.groups.len();
+        let live: Vec<usize> = (0..n)
+            .map(|i| (self.next + i) % n)
+            .filter(|&i| self.groups[i].iter().any(runnable))
+            .collect();
+        let cores = view.cores();
+        if live.is_empty() || cores.is_empty() {
+            return Decisions::none();
+        }
+        // The next groups in order, one per core, none sharing a task with another.
+        let mut turn: Vec<usize> = Vec::new();
+        for &i in &live {
+            if turn.len() == cores.len() {
+                break;
+            }
+            let overlaps = turn
+                .iter()
+                .any(|&j| self.groups[j].iter().any(|k| self.groups[i].contains(k)));
+            if !overlaps {
+                turn.push(i);
+            }
+        }
+        self.next = (turn[turn.len() - 1] + 1) % n;
+        let mut d = Decisions::none();
+        let mut free: Vec<CpuSet> = cores;
+        for (g, &i) in turn.iter().enumerate() {
+            let group = &self.groups[i];
+            // The core its first member last ran on, if still free (fewer migrations).
+            let home = group
+                .iter()
+                .find_map(|k| view.task(*k).and_then(|t| t.last_cpu))
+                .and_then(|c| free.iter().position(|core| core.contains(c)))
+                .unwrap_or(0);
+            let core = free.remove(home);
+            for &k in group.iter().filter(|k| view.task(**k).is_some()) {
+                let td = d.task_mut(k);
+                td.affinity = Some(core.clone());
+                if isolate {
+                    td.core_group = Some(g as u32 + 1);
+                }
+            }
+        }
+        if live.len() > turn.len() || isolate {
+            d.gang = Some(
+                turn.iter()
+                    .flat_map(|&i| self.groups[i].iter().copied())
+                    .filter(|k| view.task(*k).is_some())
+                    .collect(),
+            );
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::view::{Corunner, TaskSample};
+    use smtsched_model::topology::Topology;
+    use std::sync::Arc;
+
+    pub(crate) fn key(pid: u32) -> TaskKey {
+        TaskKey { pid, start_time: 0 }
+    }
+
+    fn sample(pid: u32, runnable: bool) -> TaskSample {
+        TaskSample {
+            key: key(pid),
+            label: format!("t{pid}"),
+            trust: None,
+            nice: 0,
+            runnable,
+            cpu_ns: 0,
+            wait_ns: 0,
+            total_cpu_ns: 0,
+            cpus: CpuSet::new(),
+            last_cpu: None,
+            corunners: Vec::new(),
+            counters: None,
+            pr_estimate: None,
+        }
+    }
+
+    /// A view of `n` runnable tasks on one core of two siblings (CPUs 0-1), or two such cores.
+    fn view(n: u32, cores: u32) -> PeriodView {
+        let m = smtsched_model::load_machine("northwood", &[]).unwrap();
+        let cpus = if cores == 1 { "0-1" } else { "0-3" };
+        PeriodView {
+            index: 1,
+            now_ns: 0,
+            length_ns: 100_000_000,
+            topology: Arc::new(Topology::of_machine(&m, Some(&CpuSet::parse(cpus).unwrap()))),
+            tasks: (1..=n).map(|p| sample(p, true)).collect(),
+        }
+    }
+
+    #[test]
+    fn best_known_pairs_first_then_untried_partners() {
+        // Scores: 1-2 1.1, 3-4 1.4, 1-3 1.5. Greedy takes 1-3 (1.5), then 2-4 is unscored, so it
+        // is paired next (4 is 2's first untried partner), leaving 5 alone.
+        let score = |a: TaskKey, b: TaskKey| match (a.pid.min(b.pid), a.pid.max(b.pid)) {
+            (1, 2) => Some(1.1),
+            (3, 4) => Some(1.4),
+            (1, 3) => Some(1.5),
+            _ => None,
+        };
+        let tasks: Vec<TaskKey> = (1..=5).map(key).collect();
+        let g = greedy_pairs(&tasks, &score);
+        assert_eq!(g, vec![vec![key(1), key(3)], vec![key(2), key(4)], vec![key(5)]]);
+    }
+
+    #[test]
+    fn pairs_take_turns_on_one_core_and_everyone_else_yields() {
+        let v = view(5, 1);
+        let mut r = Rotation::default();
+        r.set(vec![vec![key(1), key(2)], vec![key(3), key(4)], vec![key(5)]]);
+        let turns: Vec<Vec<u32>> = (0..6)
+            .map(|_| {
+                let d = r.decide(&v, false);
+                d.gang.unwrap().iter().map(|k| k.pid).collect()
+            })
+            .collect();
+        assert_eq!(turns, vec![vec![1, 2], vec![3, 4], vec![5], vec![1, 2], vec![3, 4], vec![5]]);
+    }
+
+    #[test]
+    fn as_many_groups_as_cores_are_pinned_without_a_gang() {
+        let v = view(4, 2);
+        let mut r = Rotation::default();
+        r.set(vec![vec![key(1), key(2)], vec![key(3), key(4)]]);
+        let d = r.decide(&v, false);
+        assert_eq!(d.gang, None);
+        let a = |p| d.tasks[&key(p)].affinity.clone().unwrap().to_string();
+        assert_eq!((a(1), a(2), a(3), a(4)), ("0-1".into(), "0-1".into(), "2-3".into(), "2-3".into()));
+    }
+
+    #[test]
+    fn a_group_with_nobody_runnable_skips_its_turn() {
+        let mut v = view(4, 1);
+        v.tasks[2].runnable = false; // task 3
+        v.tasks[3].runnable = false; // task 4
+        let mut r = Rotation::default();
+        r.set(vec![vec![key(1), key(2)], vec![key(3), key(4)]]);
+        for _ in 0..3 {
+            let d = r.decide(&v, false);
+            assert_eq!(d.gang, None, "one live group fits the one core");
+            assert!(d.tasks.contains_key(&key(1)));
+        }
+    }
+
+    #[test]
+    fn only_mutual_main_corunners_with_estimates_count_as_seen() {
+        let mut v = view(3, 1);
+        let ran = |s: &mut TaskSample, with: u32, overlap: u64, est: f64| {
+            s.cpu_ns = 100;
+            s.corunners = vec![Corunner {
+                task: key(with),
+                overlap_ns: overlap,
+            }];
+            s.pr_estimate = Some(est);
+        };
+        ran(&mut v.tasks[0], 2, 80, 0.6);
+        ran(&mut v.tasks[1], 1, 80, 0.7);
+        ran(&mut v.tasks[2], 1, 40, 0.9); // less than half its time beside task 1
+        let seen = pairs_seen(&v);
+        assert_eq!(seen.len(), 1);
+        assert_eq!((seen[0].a, seen[0].b), (key(1), key(2)));
+        assert!((seen[0].combined - 1.3).abs() < 1e-12);
+    }
+}
