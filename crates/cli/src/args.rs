@@ -233,7 +233,9 @@ pub struct RunArgs {
     /// Policies to compare, comma-separated: naive, basic, tryhard, plan, plan3, fair, ipc, sos, optimal.
     #[arg(long, short = 'p', default_value = "naive,basic,tryhard,plan,fair,ipc")]
     pub policies: String,
-    /// Base scheduler: linux24 (the thesis's 2.4.19) or modern (per-CPU runqueues, EEVDF-like).
+    /// Base scheduler: linux24 (the thesis's 2.4.19, steered by the thesis policies' goodness
+    /// hooks) or modern (a present-day Linux: EEVDF, load balancing, cgroup weights, core
+    /// scheduling; policies act through their decisions).
     #[arg(long, default_value = "linux24")]
     pub baseline: String,
     #[command(flatten)]
@@ -250,9 +252,9 @@ pub struct RunArgs {
     /// Tasks start at random times in the first seconds; runs count after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub stagger: f64,
-    /// Timer interrupts per second.
-    #[arg(long, default_value_t = 100.0)]
-    pub hz: f64,
+    /// Timer interrupts per second (default: 100 on linux24, 250 on modern).
+    #[arg(long)]
+    pub hz: Option<f64>,
     /// Repetitions with different seeds (mean and spread are reported).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -280,6 +282,10 @@ pub struct RunArgs {
     pub timeline_svg: Option<std::path::PathBuf>,
     #[arg(long, default_value_t = 2.0)]
     pub timeline_seconds: f64,
+    /// Write that schedule as a Perfetto trace (Chrome trace-event JSON: a track per CPU, a
+    /// slice per task run, a counter track per task's PR estimates; open in ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<std::path::PathBuf>,
     /// Write per-task results as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
@@ -303,6 +309,13 @@ pub struct ReproduceArgs {
     /// Override the experiment's estimator: thesis, perfect or a model file.
     #[arg(long)]
     pub model: Option<String>,
+    /// Override the experiment's base scheduler: linux24 (the thesis's, steered through the
+    /// policies' goodness hooks) or modern (present-day Linux; policies act through decisions).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Override the experiment's policies (comma-separated).
+    #[arg(long, short = 'p')]
+    pub policies: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

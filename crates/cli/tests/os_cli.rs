@@ -138,3 +138,124 @@ fn run_writes_a_timeline() {
     let csv = std::fs::read_to_string(d.join("r.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3);
 }
+
+#[test]
+fn task_set_files_are_checked_field_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases: [(&str, &str, &[&str]); 6] = [
+        (
+            "extra.toml",
+            "[[task]]\nworkload = \"gzip-like\"\npriority = 3\n",
+            &["extra.toml", "priority"],
+        ),
+        (
+            "nice.toml",
+            "[[task]]\nworkload = \"gzip-like\"\nnice = 25\n",
+            &["nice.toml", "task[0].nice", "25"],
+        ),
+        (
+            "cpu.toml",
+            "[[task]]\nworkload = \"gzip-like\"\ncpus = \"1,7\"\n",
+            &["cpu.toml", "task[0].cpus", "CPU 7"],
+        ),
+        ("empty.toml", "task = []\n", &["empty.toml", "empty"]),
+        (
+            "weight.toml",
+            "[[group]]\nname = \"g\"\nweight = 0\n[[task]]\nworkload = \"gzip-like\"\ngroup = \"g\"\n",
+            &["weight.toml", "group[0].weight", "0"],
+        ),
+        (
+            "nogroup.toml",
+            "[[task]]\nworkload = \"gzip-like\"\ngroup = \"g\"\n",
+            &["nogroup.toml", "task[0].group", "\"g\""],
+        ),
+    ];
+    for (file, text, needles) in cases {
+        std::fs::write(d.join(file), text).unwrap();
+        assert_bad_input(
+            &smtsched(
+                d,
+                &[
+                    "run",
+                    "-t",
+                    file,
+                    "--baseline",
+                    "modern",
+                    "--duration",
+                    "20",
+                ],
+            ),
+            needles,
+        );
+    }
+    // A policy that needs core scheduling is refused on the 2.4 scheduler, which has none.
+    assert_bad_input(
+        &smtsched(
+            d,
+            &[
+                "run",
+                "-p",
+                "core-sched",
+                "--baseline",
+                "linux24",
+                "--duration",
+                "20",
+            ],
+        ),
+        &["core-sched", "core scheduling", "linux24"],
+    );
+}
+
+#[test]
+fn run_writes_a_perfetto_trace() {
+    // Decision policy on the present-day baseline: the trace has a track per CPU, one slice per
+    // stretch a task ran, and counter events carrying the PR estimates the policy was given.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = smtsched(
+        d,
+        &[
+            "run",
+            "-t",
+            "gzip-like,mcf-like,eon-like",
+            "-p",
+            "fair",
+            "--baseline",
+            "modern",
+            "--cpus",
+            "2-3",
+            "--duration",
+            "12",
+            "--stagger",
+            "1",
+            "--model",
+            "perfect",
+            "--trace",
+            "t.json",
+            "--timeline",
+            "switches.json",
+        ],
+    );
+    assert!(o.status.success());
+    let t: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("t.json")).unwrap()).unwrap();
+    let ev = t["traceEvents"].as_array().unwrap();
+    let switches: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(d.join("switches.json")).unwrap()).unwrap();
+    // Every switch to a task opens a slice (the last ones are closed at the end).
+    let to_task = switches.iter().filter(|s| !s["to"].is_null()).count();
+    let slices: Vec<&serde_json::Value> = ev.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(slices.len(), to_task);
+    assert!(slices.iter().all(|s| s["tid"] == 2 || s["tid"] == 3));
+    assert!(slices.iter().all(|s| s["dur"].as_f64().unwrap() > 0.0));
+    // fair estimates every task every 100 ms period once it runs: about 3 x 120 counter events.
+    let counters = ev.iter().filter(|e| e["ph"] == "C").count();
+    assert!((300..=360).contains(&counters), "{counters}");
+    let names: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cpu 0", "cpu 1", "cpu 2", "cpu 3"]);
+}

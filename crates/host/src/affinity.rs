@@ -33,6 +33,37 @@ pub fn set_affinity(pid: i32, cpus: &CpuSet) -> Result<()> {
     Ok(())
 }
 
+/// Sets the nice level of thread `tid` (Linux nice values belong to threads; a process's main
+/// thread has its pid as tid). Lowering it below the current value needs `CAP_SYS_NICE`.
+pub fn set_nice(tid: i32, nice: i32) -> Result<()> {
+    // SAFETY: setpriority has no memory preconditions.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if rc != 0 {
+        return Err(HostError::os(
+            format!("setpriority(thread {tid}, nice {nice})"),
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+/// The nice level of thread `tid` (field 19 of `/proc/TID/stat`).
+pub fn get_nice(tid: i32) -> Result<i32> {
+    let path = format!("/proc/{tid}/stat");
+    let text = std::fs::read_to_string(&path).map_err(|source| HostError::Read {
+        path: path.clone().into(),
+        source,
+    })?;
+    // The command name is in parentheses and may contain spaces: count fields after the last ')'.
+    text.rfind(')')
+        .and_then(|i| text[i + 1..].split_whitespace().nth(16))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| HostError::Parse {
+            path: path.into(),
+            reason: "no nice field".into(),
+        })
+}
+
 /// The affinity of `pid` (0 = the caller) as `sched_getaffinity` reports it.
 pub fn get_affinity(pid: i32) -> Result<CpuSet> {
     let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };

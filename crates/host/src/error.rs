@@ -20,6 +20,10 @@ pub enum HostError {
     /// or is offline, a command that is not found, a placement the machine cannot provide).
     #[error("{0}")]
     BadInput(String),
+    /// The machine lacks what was asked for (a kernel feature, a controller, a PMU); says which
+    /// and why.
+    #[error("{0}")]
+    Unsupported(String),
     /// A system call failed.
     #[error("{what}: {source}")]
     Os {
@@ -41,7 +45,7 @@ pub enum HostError {
 impl HostError {
     /// True for errors caused by the user's input (the CLI exits with code 2 for these).
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, HostError::BadInput(_))
+        matches!(self, HostError::BadInput(_) | HostError::Unsupported(_))
     }
 
     pub(crate) fn bad(msg: impl Into<String>) -> Self {

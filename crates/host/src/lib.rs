@@ -26,11 +26,13 @@
 //! ```
 
 pub mod affinity;
+pub mod cgroup;
 pub mod error;
 pub mod kernels;
 pub mod looper;
 pub mod measure;
 pub mod perf;
+pub mod schedrun;
 pub mod shutdown;
 pub mod sysfs;
 pub mod topology;

@@ -9,6 +9,7 @@ use crate::sim::{OsSim, SimConfig};
 use crate::taskset::TaskSetSpec;
 use rayon::prelude::*;
 use smtsched_model::MachineModel;
+use smtsched_report::perfetto::{trace_json, CounterSample};
 use smtsched_report::stats::mean_sd;
 use smtsched_report::timeline::{timeline_svg, Segment};
 use smtsched_report::Table;
@@ -76,7 +77,11 @@ pub fn truth_for(
     cfg: &SimConfig,
 ) -> crate::policy::PairTruth {
     let topo = smtsched_model::topology::Topology::of_machine(m, cfg.cpus.as_ref());
-    let core = topo.cores[0].cpus.iter().map(|c| c as usize).collect::<Vec<_>>();
+    let core = topo.cores[0]
+        .cpus
+        .iter()
+        .map(|c| c as usize)
+        .collect::<Vec<_>>();
     let names: Vec<String> = set.tasks.iter().map(|t| t.display_name()).collect();
     crate::oracle::pair_truth(
         oracle,
@@ -87,7 +92,8 @@ pub fn truth_for(
     )
 }
 
-/// The comparison table: one row per policy.
+/// The comparison table: one row per policy. Columns computed from PRs are marked `*` where a
+/// task completed no run in the window (the sums leave it out), with a note under the table.
 pub fn policy_table(results: &[PolicyRuns]) -> String {
     let mut t = Table::new([
         "policy",
@@ -98,47 +104,53 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
         "PR sd",
         "switches/s",
         "migrations/s",
+        "forced idle",
         "estimates",
     ]);
+    let mut notes = Vec::new();
     for p in results {
         let s: Vec<_> = p.runs.iter().map(|r| r.summary()).collect();
-        let (sp, sd) = mean_sd(&s.iter().map(|x| x.system_speedup).collect::<Vec<_>>());
-        let secs = |r: &Metrics| r.window.1 / r.clock_hz;
+        let mean = |f: &dyn Fn(&crate::metrics::Summary) -> f64| {
+            mean_sd(&s.iter().map(f).collect::<Vec<_>>())
+        };
+        let per_s = |f: &dyn Fn(&Metrics) -> f64| {
+            mean_sd(
+                &p.runs
+                    .iter()
+                    .map(|r| f(r) / (r.window.1 / r.clock_hz))
+                    .collect::<Vec<_>>(),
+            )
+            .0
+        };
+        let missing = s.iter().map(|x| x.missing.len()).max().unwrap_or(0);
+        let mark = if missing > 0 { "*" } else { "" };
+        if missing > 0 {
+            notes.push(format!(
+                "* {}: {missing} of {} tasks completed no run in the measurement window (in at least one repetition); the marked columns leave them out",
+                p.policy,
+                p.runs.first().map_or(0, |r| r.per_bench.len())
+            ));
+        }
+        let (sp, sd) = mean(&|x| x.system_speedup);
         t.row([
             p.policy.clone(),
-            format!("{sp:.3}"),
+            format!("{sp:.3}{mark}"),
             format!("{sd:.3}"),
+            format!("{:.3}{mark}", mean(&|x| x.antt).0),
+            format!("{:.3}{mark}", mean(&|x| x.fairness).0),
+            format!("{:.3}{mark}", mean(&|x| x.pr_sd).0),
+            format!("{:.1}", per_s(&|r| r.context_switches as f64)),
+            format!("{:.2}", per_s(&|r| r.migrations as f64)),
             format!(
-                "{:.3}",
-                mean_sd(&s.iter().map(|x| x.antt).collect::<Vec<_>>()).0
-            ),
-            format!(
-                "{:.3}",
-                mean_sd(&s.iter().map(|x| x.fairness).collect::<Vec<_>>()).0
-            ),
-            format!(
-                "{:.3}",
-                mean_sd(&s.iter().map(|x| x.pr_sd).collect::<Vec<_>>()).0
-            ),
-            format!(
-                "{:.1}",
-                mean_sd(
-                    &p.runs
-                        .iter()
-                        .map(|r| r.context_switches as f64 / secs(r))
-                        .collect::<Vec<_>>()
-                )
-                .0
-            ),
-            format!(
-                "{:.2}",
-                mean_sd(
-                    &p.runs
-                        .iter()
-                        .map(|r| r.migrations as f64 / secs(r))
-                        .collect::<Vec<_>>()
-                )
-                .0
+                "{:.1}%",
+                100.0
+                    * mean_sd(
+                        &p.runs
+                            .iter()
+                            .map(|r| r.forced_idle_cycles / r.window.1)
+                            .collect::<Vec<_>>()
+                    )
+                    .0
             ),
             format!(
                 "{}",
@@ -146,7 +158,12 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
             ),
         ]);
     }
-    t.render()
+    let mut out = t.render();
+    for n in notes {
+        out.push('\n');
+        out.push_str(&n);
+    }
+    out
 }
 
 /// Per-task PRs: one row per task, one column per policy (mean over repetitions).
@@ -172,6 +189,38 @@ pub fn task_table(results: &[PolicyRuns]) -> String {
     t.render()
 }
 
+/// The stretches each task held a CPU between `t0_s` and `t1_s` (seconds since the start),
+/// labelled "name (pid)".
+pub fn segments(r: &Metrics, t0_s: f64, t1_s: f64) -> Vec<Segment> {
+    let hz = r.clock_hz;
+    let mut open: std::collections::BTreeMap<usize, (f64, String)> = Default::default();
+    let mut segs = Vec::new();
+    let mut close = |lane: usize, start_s: f64, end_s: f64, label: String| {
+        let (start_s, end_s) = (start_s.max(t0_s), end_s.min(t1_s));
+        if end_s > start_s {
+            segs.push(Segment {
+                lane,
+                start_s,
+                end_s,
+                label,
+            });
+        }
+    };
+    for s in &r.timeline {
+        let t = s.cycle / hz;
+        if let Some((start, label)) = open.remove(&s.cpu) {
+            close(s.cpu, start, t, label);
+        }
+        if let (Some(name), Some(pid)) = (&s.to_name, s.to) {
+            open.insert(s.cpu, (t, format!("{name} ({pid})")));
+        }
+    }
+    for (cpu, (start, label)) in open {
+        close(cpu, start, r.window.1 / hz, label);
+    }
+    segs
+}
+
 /// Timeline segments of the first `seconds` seconds after the window starts.
 pub fn timeline_svg_of(
     r: &Metrics,
@@ -179,36 +228,38 @@ pub fn timeline_svg_of(
     seconds: f64,
     title: &str,
 ) -> Result<String, String> {
-    let hz = r.clock_hz;
-    let t0 = r.window.0 / hz;
+    let t0 = r.window.0 / r.clock_hz;
     let t1 = t0 + seconds;
-    let mut open: std::collections::BTreeMap<usize, (f64, String)> = Default::default();
-    let mut segs = Vec::new();
-    for s in &r.timeline {
-        let t = s.cycle / hz;
-        if let Some((start, label)) = open.remove(&s.cpu) {
-            segs.push(Segment {
-                lane: s.cpu,
-                start_s: start,
-                end_s: t,
-                label,
-            });
-        }
-        if let Some(name) = &s.to_name {
-            open.insert(s.cpu, (t, name.clone()));
-        }
-    }
-    for (cpu, (start, label)) in open {
-        segs.push(Segment {
-            lane: cpu,
-            start_s: start,
-            end_s: r.window.1 / hz,
-            label,
-        });
-    }
+    let segs = segments(r, t0, t1);
     let lanes = m.logical_cpus() as usize;
     let names: Vec<String> = (0..lanes).map(|c| format!("cpu {c}")).collect();
     timeline_svg(&segs, lanes, &names, t0, t1, title)
+}
+
+/// The whole schedule as a Perfetto trace: a track per CPU, a slice per stretch a task ran, a
+/// counter track per task's PR estimates.
+pub fn perfetto_of(r: &Metrics, m: &MachineModel, title: &str) -> serde_json::Value {
+    let segs = segments(r, 0.0, r.window.1 / r.clock_hz);
+    let names: Vec<String> = (0..m.logical_cpus()).map(|c| format!("cpu {c}")).collect();
+    let label: std::collections::BTreeMap<u32, String> = r
+        .timeline
+        .iter()
+        .filter_map(|s| Some((s.to?, s.to_name.clone()?)))
+        .collect();
+    let counters: Vec<CounterSample> = r
+        .estimate_samples
+        .iter()
+        .map(|e| CounterSample {
+            series: format!(
+                "PR {} ({})",
+                label.get(&e.pid).map_or("task", |s| s.as_str()),
+                e.pid
+            ),
+            t_s: e.cycle / r.clock_hz,
+            value: e.pr,
+        })
+        .collect();
+    trace_json(title, &names, &segs, &counters)
 }
 
 /// An experiment file (`experiments/NAME.toml`).
@@ -423,9 +474,7 @@ pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelEr
                     "a policies experiment needs at least one policy".into(),
                 ));
             }
-            e.task_set()
-            .validate()
-            .map_err(|r| bad("task", r))?;
+            e.task_set().validate().map_err(|r| bad("task", r))?;
         }
         ExperimentKind::FedorovaCpi
         | ExperimentKind::FedorovaL1

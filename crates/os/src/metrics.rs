@@ -21,16 +21,20 @@ pub struct Switch {
     pub to_name: Option<String>,
 }
 
-/// One period of a decision policy: PR estimates by pid (for the timeline) and, when asked for,
-/// the whole view and the decisions made from it.
+/// One period of a decision policy: the view it was given and the decisions it made.
 #[derive(Clone, Debug, Serialize)]
 pub struct PeriodRecord {
     pub cycle: f64,
-    pub estimates: Vec<(u32, f64)>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub view: Option<crate::policy::PeriodView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub decisions: Option<crate::policy::Decisions>,
+    pub view: crate::policy::PeriodView,
+    pub decisions: crate::policy::Decisions,
+}
+
+/// A PR estimate a policy was given (for the timeline's counter tracks).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct EstimateSample {
+    pub cycle: f64,
+    pub pid: u32,
+    pub pr: f64,
 }
 
 /// Per benchmark of the task set.
@@ -43,7 +47,7 @@ pub struct BenchStats {
     /// Mean performance ratio of those runs (solo time / run time).
     pub pr: Option<f64>,
     pub prs: Vec<f64>,
-    /// CPU time it received, as a fraction of one logical CPU over the whole simulation.
+    /// CPU time it received in the measurement window, as a fraction of one logical CPU.
     pub cpu_share: f64,
     pub context_switches: u64,
     pub migrations: u64,
@@ -73,6 +77,8 @@ pub struct Metrics {
     pub timeline: Vec<Switch>,
     #[serde(skip)]
     pub periods: Vec<PeriodRecord>,
+    #[serde(skip)]
+    pub estimate_samples: Vec<EstimateSample>,
     pub per_bench: Vec<BenchStats>,
 }
 
@@ -92,9 +98,10 @@ pub struct Summary {
 }
 
 impl Metrics {
-    pub(crate) fn finish(&mut self, tasks: Vec<(usize, u64, u64, f64)>) {
+    /// Per-benchmark statistics from each task's (bench, switches in, migrations, CPU cycles)
+    /// and each benchmark's CPU cycles when the window opened.
+    pub(crate) fn finish(&mut self, tasks: Vec<(usize, u64, u64, f64)>, at_window: &[f64]) {
         let (start, end) = self.window;
-        let total = end;
         self.per_bench = self
             .benches
             .iter()
@@ -119,7 +126,7 @@ impl Metrics {
                     runs: prs.len(),
                     pr: (!prs.is_empty()).then(|| prs.iter().sum::<f64>() / prs.len() as f64),
                     prs,
-                    cpu_share: cycles / total,
+                    cpu_share: (cycles - at_window[b]) / (end - start),
                     context_switches: cs,
                     migrations: mig,
                 }

@@ -55,6 +55,42 @@ pub struct ThreadRate {
     pub epc: Epc,
 }
 
+/// An oracle for questions of CPU time alone: every task runs at its solo speed whatever its
+/// co-runners (PR 1 on any CPU), with no cache refill after a move. `smtsched measure sched`
+/// uses it to simulate the kernel's CPU shares on a machine without SMT.
+pub struct NoInterference;
+
+impl Oracle for NoInterference {
+    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>> {
+        situation
+            .iter()
+            .map(|o| {
+                o.map(|_| ThreadRate {
+                    pr: 1.0,
+                    ipc: 1.0,
+                    epc: Epc::default(),
+                })
+            })
+            .collect()
+    }
+
+    fn phase_solo_cycles(&self, _: u32) -> Vec<f64> {
+        vec![f64::INFINITY]
+    }
+
+    fn refill_cycles(&self, _: u32) -> f64 {
+        0.0
+    }
+
+    fn solo_ipc(&self, _: Occupant) -> f64 {
+        1.0
+    }
+
+    fn describe(&self) -> String {
+        "no interference (every task at its solo speed)".into()
+    }
+}
+
 /// The true performance ratios the `optimal` ceiling is built with: for every two tasks of a set
 /// (by display name), their PRs on sibling CPUs `first` and `sibling`, and each alone on `first`
 /// — averaged over the phases of each workload, weighted by the phases' solo lengths.
@@ -71,9 +107,17 @@ pub fn pair_truth(
             return vec![(0, 1.0)];
         }
         let total: f64 = len.iter().sum();
-        len.iter().enumerate().map(|(i, l)| (i as u16, l / total)).collect()
+        len.iter()
+            .enumerate()
+            .map(|(i, l)| (i as u16, l / total))
+            .collect()
     };
-    let occupant = |w: usize, phase: u16| Some(Occupant { workload: w as u32, phase });
+    let occupant = |w: usize, phase: u16| {
+        Some(Occupant {
+            workload: w as u32,
+            phase,
+        })
+    };
     let mut truth = crate::policy::PairTruth::default();
     for (a, name_a) in names.iter().enumerate() {
         let mut alone = 0.0;

@@ -2,7 +2,7 @@
 //! runs at full speed, so that who runs when follows from the policies' rules alone.
 
 use smtsched_model::{load_machine, MachineModel, Override};
-use smtsched_os::oracle::{Epc, Occupant, Oracle, ThreadRate};
+use smtsched_os::oracle::NoInterference;
 use smtsched_os::policy::balance_set::CacheInputs;
 use smtsched_os::policy::PolicyInputs;
 use smtsched_os::sim::{Baseline, Estimator, OsSim, SimConfig};
@@ -10,35 +10,6 @@ use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
 use smtsched_os::{Metrics, PolicyName};
 
 /// Every running thread progresses at PR 1.
-struct Flat;
-
-impl Oracle for Flat {
-    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>> {
-        situation
-            .iter()
-            .map(|o| {
-                o.map(|_| ThreadRate {
-                    pr: 1.0,
-                    ipc: 1.0,
-                    epc: Epc::default(),
-                })
-            })
-            .collect()
-    }
-    fn phase_solo_cycles(&self, _: u32) -> Vec<f64> {
-        vec![f64::INFINITY]
-    }
-    fn refill_cycles(&self, _: u32) -> f64 {
-        0.0
-    }
-    fn solo_ipc(&self, _: Occupant) -> f64 {
-        1.0
-    }
-    fn describe(&self) -> String {
-        "flat".into()
-    }
-}
-
 fn cmt(set: &[&str]) -> MachineModel {
     let o: Vec<Override> = set.iter().map(|s| s.parse().unwrap()).collect();
     load_machine("cmt-fedorova", &o).unwrap()
@@ -67,9 +38,15 @@ fn run(m: &MachineModel, n: usize, policy: PolicyName, inputs: &CacheInputs) -> 
         cache: inputs.clone(),
         truth: None,
     };
-    OsSim::new(m, &Flat, &tasks(n), policy.build(&inputs).unwrap(), cfg)
-        .unwrap()
-        .run()
+    OsSim::new(
+        m,
+        &NoInterference,
+        &tasks(n),
+        policy.build(&inputs).unwrap(),
+        cfg,
+    )
+    .unwrap()
+    .run()
 }
 
 fn shares(r: &Metrics) -> Vec<f64> {

@@ -2,6 +2,7 @@
 //! writing files without leaving half-written ones.
 
 pub mod matrix;
+pub mod perfetto;
 pub mod stats;
 pub mod table;
 pub mod timeline;

@@ -52,6 +52,15 @@ pub enum HostAction {
     /// each run as a JSON line).
     #[command(hide = true)]
     Loop(LoopArgs),
+    /// Internal: one task process of `smtsched measure sched`.
+    #[command(hide = true)]
+    SchedTask(SchedTaskArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct SchedTaskArgs {
+    #[arg(long)]
+    pub spec: String,
 }
 
 #[derive(Args, Debug)]
@@ -152,6 +161,12 @@ pub enum MeasureAction {
     ///
     /// Example: smtsched measure pairs -w dense-fp,pointer-chase --command gz='gzip -9 -c big.tar' -p cores -o m.json
     Pairs(PairsArgs),
+    /// A task set on this machine's real kernel — busy and compute/sleep loops with nice levels,
+    /// affinity masks and cgroup weights — each task's share of CPU time (from
+    /// /proc/PID/schedstat) beside the simulator's present-day baseline on the same file.
+    ///
+    /// Example: smtsched measure sched scenarios/nice-one-cpu.toml
+    Sched(super::sched::SchedArgs),
 }
 
 #[derive(Args, Debug)]
@@ -242,12 +257,18 @@ pub fn run_host(a: HostArgs) -> Result<()> {
         HostAction::Kernels(k) => kernels(k),
         HostAction::Kernel(k) => kernel(k),
         HostAction::Loop(l) => run_loop(l),
+        HostAction::SchedTask(t) => {
+            let spec: smtsched_host::schedrun::TaskProcessSpec =
+                serde_json::from_str(&t.spec).map_err(|e| bad_input(format!("--spec: {e}")))?;
+            Ok(smtsched_host::schedrun::run_task_process(&spec)?)
+        }
     }
 }
 
 pub fn run_measure(a: MeasureArgs) -> Result<()> {
     match a.action {
         MeasureAction::Pairs(p) => pairs(p),
+        MeasureAction::Sched(s) => super::sched::sched(s),
     }
 }
 

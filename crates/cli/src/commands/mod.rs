@@ -8,6 +8,7 @@ pub mod host;
 mod matrix;
 mod reproduce;
 mod run;
+mod sched;
 mod solo;
 pub mod trace;
 pub mod train;

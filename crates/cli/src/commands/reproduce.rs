@@ -1,7 +1,7 @@
 //! `reproduce`: the seed papers' experiments, declared in `experiments/*.toml`.
 
 use super::run::{estimator, oracle};
-use super::{json_out, machine, out, write_file};
+use super::{json_out, machine, out, parse_policies, write_file};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -24,7 +24,15 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         return out(&t.render());
     }
     let name = a.name.as_deref().expect("checked above");
-    let e = load_experiment(name)?;
+    let mut e = load_experiment(name)?;
+    if let Some(b) = &a.baseline {
+        e.baseline = b
+            .parse()
+            .map_err(|err: String| bad_input(format!("--baseline: {err}")))?;
+    }
+    if let Some(p) = &a.policies {
+        e.policies = parse_policies(p)?;
+    }
     let m = machine(&e.machine, &e.set)?;
     let mut report = String::new();
     report.push_str(&format!(

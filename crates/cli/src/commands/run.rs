@@ -5,7 +5,7 @@ use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_workload, CpuSet, PrMatrix, WorkloadProfile};
-use smtsched_os::experiment::{policy_table, simulate, task_table, timeline_svg_of};
+use smtsched_os::experiment::{perfetto_of, policy_table, simulate, task_table, timeline_svg_of};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
 use smtsched_os::sim::{Baseline, Estimator, SimConfig};
 use smtsched_os::taskset::{load_taskset, TaskSetSpec};
@@ -99,8 +99,10 @@ pub fn run(a: RunArgs) -> Result<()> {
             a.duration, a.stagger
         )));
     }
-    if a.hz.is_nan() || a.hz <= 0.0 {
-        return Err(bad_input(format!("--hz {}: must be positive", a.hz)));
+    if let Some(hz) = a.hz {
+        if !(hz.is_finite() && hz > 0.0) {
+            return Err(bad_input(format!("--hz {hz}: must be a positive number")));
+        }
     }
     if a.repeat == 0 {
         return Err(bad_input("--repeat 0: at least one run is needed"));
@@ -121,15 +123,20 @@ pub fn run(a: RunArgs) -> Result<()> {
         .map_err(|e| bad_input(format!("--cpus: {e}")))?;
     let oracle = oracle(&a.oracle, &m, &set, a.seed)?;
     let mut cfg = SimConfig::new(baseline, a.duration, a.seed);
-    cfg.hz = a.hz;
+    cfg.hz = a.hz.unwrap_or(baseline.default_hz());
     cfg.stagger_s = a.stagger;
     cfg.cpus = cpus;
     cfg.estimator = estimator(&a.model)?;
     cfg.estimate_cost_ticks = a.estimate_cost;
-    cfg.record_timeline = a.timeline.is_some() || a.timeline_svg.is_some();
+    cfg.record_timeline = a.timeline.is_some() || a.timeline_svg.is_some() || a.trace.is_some();
     let started = std::time::Instant::now();
-    let results =
-        simulate(&m, oracle.as_ref(), &set, &policies, a.repeat, &cfg).map_err(bad_input)?;
+    let results = simulate(&m, oracle.as_ref(), &set, &policies, a.repeat, &cfg).map_err(|e| {
+        if Path::new(&a.tasks).is_file() {
+            bad_input(format!("{}: {e}", a.tasks))
+        } else {
+            bad_input(e)
+        }
+    })?;
     let elapsed = started.elapsed().as_secs_f64();
     if let Some(p) = &a.timeline {
         write_file(
@@ -142,6 +149,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         let title = format!("{} on {} ({})", results[0].policy, m.name, a.baseline);
         let svg = timeline_svg_of(r, &m, a.timeline_seconds, &title).map_err(anyhow::Error::msg)?;
         write_file(p, svg.as_bytes())?;
+    }
+    if let Some(p) = &a.trace {
+        let r = &results[0].runs[0];
+        let title = format!("{} on {} ({})", results[0].policy, m.name, a.baseline);
+        let trace = perfetto_of(r, &m, &title);
+        write_file(p, (serde_json::to_string(&trace)? + "\n").as_bytes())?;
     }
     if let Some(p) = &a.csv {
         let mut csv = String::from(

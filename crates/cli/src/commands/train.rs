@@ -524,16 +524,11 @@ fn ablation(a: AblationArgs) -> Result<()> {
         let set = e.task_set();
         // The policies that use estimates, and naive as the reference that does not.
         let mut policies: Vec<PolicyName> = vec![PolicyName::Naive];
-        policies.extend(
-            e.policies
-                .iter()
-                .copied()
-                .filter(|p| {
-                    *p != PolicyName::Naive
-                        && p.build(&PolicyInputs::default())
-                            .is_ok_and(|b| b.needs().estimates)
-                }),
-        );
+        policies.extend(e.policies.iter().copied().filter(|p| {
+            *p != PolicyName::Naive
+                && p.build(&PolicyInputs::default())
+                    .is_ok_and(|b| b.needs().estimates)
+        }));
         let reps = a.repetitions.unwrap_or(e.repetitions);
         if reps == 0 {
             return Err(bad_input("--repetitions 0: at least one is needed"));

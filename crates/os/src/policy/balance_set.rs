@@ -352,7 +352,10 @@ impl BalanceSet {
             self.plan = None;
             return;
         }
-        let values: Vec<f64> = runnable.iter().map(|&t| self.value(&view.tasks[t].name)).collect();
+        let values: Vec<f64> = runnable
+            .iter()
+            .map(|&t| self.value(&view.tasks[t].name))
+            .collect();
         let base = runnable.iter().map(|&t| view.tasks[t].ticks_run).collect();
         self.plan = Some(Plan::new(runnable, &values, contexts, base));
     }
@@ -392,7 +395,11 @@ impl Policy for BalanceSet {
             return Decisions::none();
         }
         let cpu_ns = |k: TaskKey| view.task(k).map_or(0, |t| t.total_cpu_ns);
-        if self.decision_plan.as_ref().is_none_or(|p| p.tasks != runnable) {
+        if self
+            .decision_plan
+            .as_ref()
+            .is_none_or(|p| p.tasks != runnable)
+        {
             let values: Vec<f64> = runnable
                 .iter()
                 .map(|&k| self.value(&view.task(k).expect("runnable").label))
@@ -408,7 +415,9 @@ impl Policy for BalanceSet {
             .map(|(&k, &b)| cpu_ns(k).saturating_sub(b) / view.length_ns.max(1))
             .collect();
         let mut d = Decisions::none();
-        d.gang = plan.next(self.selection, &turns).map(|g| g.into_iter().collect());
+        d.gang = plan
+            .next(self.selection, &turns)
+            .map(|g| g.into_iter().collect());
         d
     }
 

@@ -24,7 +24,11 @@ impl Policy for CoreSched {
 
     fn decide(&mut self, view: &PeriodView) -> Decisions {
         // Group numbers by label order, so they do not depend on which task came first.
-        let labels: BTreeSet<&str> = view.tasks.iter().filter_map(|t| t.trust.as_deref()).collect();
+        let labels: BTreeSet<&str> = view
+            .tasks
+            .iter()
+            .filter_map(|t| t.trust.as_deref())
+            .collect();
         let mut d = Decisions::none();
         for t in &view.tasks {
             if let Some(label) = t.trust.as_deref() {

@@ -46,41 +46,35 @@ pub fn pairs_seen(view: &PeriodView) -> Vec<PairSeen> {
     out
 }
 
-/// Pairs `tasks` greedily: known pairs best score first (ties by keys), skipping tasks already
-/// paired; the rest are paired in key order, preferring partners never scored (so that every
-/// pair is eventually tried); an odd task out runs alone.
+/// Pairs `tasks` greedily: pairs never scored first, in key order (optimism: an untried pair
+/// may be the best, and trying it is the only way to know), then scored pairs best first (ties
+/// by keys), each task at most once; an odd task out runs alone.
 pub fn greedy_pairs(
     tasks: &[TaskKey],
     score: &dyn Fn(TaskKey, TaskKey) -> Option<f64>,
 ) -> Vec<Vec<TaskKey>> {
-    let mut known: Vec<(f64, TaskKey, TaskKey)> = Vec::new();
+    let mut pairs: Vec<(Option<f64>, TaskKey, TaskKey)> = Vec::new();
     for (i, &a) in tasks.iter().enumerate() {
         for &b in &tasks[i + 1..] {
-            if let Some(s) = score(a, b) {
-                known.push((s, a, b));
-            }
+            pairs.push((score(a, b), a, b));
         }
     }
-    known.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+    let rank = |s: Option<f64>| s.map_or(f64::INFINITY, |v| v);
+    pairs.sort_by(|x, y| {
+        rank(y.0)
+            .total_cmp(&rank(x.0))
+            .then(x.1.cmp(&y.1))
+            .then(x.2.cmp(&y.2))
+    });
     let mut used: Vec<TaskKey> = Vec::new();
     let mut groups = Vec::new();
-    for (_, a, b) in known {
+    for (_, a, b) in pairs {
         if !used.contains(&a) && !used.contains(&b) {
             used.extend([a, b]);
             groups.push(vec![a, b]);
         }
     }
-    let mut rest: Vec<TaskKey> = tasks.iter().copied().filter(|t| !used.contains(t)).collect();
-    while let Some(a) = (!rest.is_empty()).then(|| rest.remove(0)) {
-        let partner = rest
-            .iter()
-            .position(|&b| score(a, b).is_none())
-            .or((!rest.is_empty()).then_some(0));
-        match partner {
-            Some(i) => groups.push(vec![a, rest.remove(i)]),
-            None => groups.push(vec![a]),
-        }
-    }
+    groups.extend(tasks.iter().filter(|t| !used.contains(t)).map(|&t| vec![t]));
     groups
 }
 
@@ -201,38 +195,66 @@ mod tests {
             index: 1,
             now_ns: 0,
             length_ns: 100_000_000,
-            topology: Arc::new(Topology::of_machine(&m, Some(&CpuSet::parse(cpus).unwrap()))),
+            topology: Arc::new(Topology::of_machine(
+                &m,
+                Some(&CpuSet::parse(cpus).unwrap()),
+            )),
             tasks: (1..=n).map(|p| sample(p, true)).collect(),
         }
     }
 
     #[test]
-    fn best_known_pairs_first_then_untried_partners() {
-        // Scores: 1-2 1.1, 3-4 1.4, 1-3 1.5. Greedy takes 1-3 (1.5), then 2-4 is unscored, so it
-        // is paired next (4 is 2's first untried partner), leaving 5 alone.
+    fn untried_pairs_first_then_the_best_scored() {
+        // Five tasks, every pair scored but 2-5: 2-5 is tried first; of the rest, 1-3 (1.5)
+        // beats 3-4 (1.4) and 1-4 (1.2), leaving 4 alone.
         let score = |a: TaskKey, b: TaskKey| match (a.pid.min(b.pid), a.pid.max(b.pid)) {
-            (1, 2) => Some(1.1),
-            (3, 4) => Some(1.4),
+            (2, 5) => None,
             (1, 3) => Some(1.5),
-            _ => None,
+            (3, 4) => Some(1.4),
+            (1, 4) => Some(1.2),
+            _ => Some(1.0),
         };
         let tasks: Vec<TaskKey> = (1..=5).map(key).collect();
         let g = greedy_pairs(&tasks, &score);
-        assert_eq!(g, vec![vec![key(1), key(3)], vec![key(2), key(4)], vec![key(5)]]);
+        assert_eq!(
+            g,
+            vec![vec![key(2), key(5)], vec![key(1), key(3)], vec![key(4)]]
+        );
+        // With everything scored it is plain greedy.
+        let all = |a: TaskKey, b: TaskKey| Some(score(a, b).unwrap_or(0.5));
+        let g = greedy_pairs(&tasks, &all);
+        assert_eq!(
+            g,
+            vec![vec![key(1), key(3)], vec![key(2), key(4)], vec![key(5)]]
+        );
     }
 
     #[test]
     fn pairs_take_turns_on_one_core_and_everyone_else_yields() {
         let v = view(5, 1);
         let mut r = Rotation::default();
-        r.set(vec![vec![key(1), key(2)], vec![key(3), key(4)], vec![key(5)]]);
+        r.set(vec![
+            vec![key(1), key(2)],
+            vec![key(3), key(4)],
+            vec![key(5)],
+        ]);
         let turns: Vec<Vec<u32>> = (0..6)
             .map(|_| {
                 let d = r.decide(&v, false);
                 d.gang.unwrap().iter().map(|k| k.pid).collect()
             })
             .collect();
-        assert_eq!(turns, vec![vec![1, 2], vec![3, 4], vec![5], vec![1, 2], vec![3, 4], vec![5]]);
+        assert_eq!(
+            turns,
+            vec![
+                vec![1, 2],
+                vec![3, 4],
+                vec![5],
+                vec![1, 2],
+                vec![3, 4],
+                vec![5]
+            ]
+        );
     }
 
     #[test]
@@ -243,7 +265,10 @@ mod tests {
         let d = r.decide(&v, false);
         assert_eq!(d.gang, None);
         let a = |p| d.tasks[&key(p)].affinity.clone().unwrap().to_string();
-        assert_eq!((a(1), a(2), a(3), a(4)), ("0-1".into(), "0-1".into(), "2-3".into(), "2-3".into()));
+        assert_eq!(
+            (a(1), a(2), a(3), a(4)),
+            ("0-1".into(), "0-1".into(), "2-3".into(), "2-3".into())
+        );
     }
 
     #[test]

@@ -31,8 +31,9 @@ pub struct Plan {
     /// are planned).
     activity: BTreeMap<TaskKey, u64>,
     gangs: Gangs,
-    /// The planner's last pairs (decisions).
+    /// The planner's last pairs, and every pair ever seen sharing a core (decisions).
     planned: Vec<(TaskKey, TaskKey)>,
+    seen: BTreeSet<(TaskKey, TaskKey)>,
     rotation: Rotation,
 }
 
@@ -49,6 +50,7 @@ impl Plan {
             activity: BTreeMap::new(),
             gangs: Gangs::default(),
             planned: Vec::new(),
+            seen: BTreeSet::new(),
             rotation: Rotation::default(),
         }
     }
@@ -103,12 +105,6 @@ impl Plan {
         self.activity.clear();
         pairs
     }
-
-    /// Whether `a` and `b` appear in each other's records.
-    fn recorded(&self, a: TaskKey, b: TaskKey) -> bool {
-        let has = |p: TaskKey, q: TaskKey| self.best.get(&p).is_some_and(|l| l.iter().any(|e| e.0 == q));
-        has(a, b) || has(b, a)
-    }
 }
 
 impl Policy for Plan {
@@ -131,7 +127,10 @@ impl Policy for Plan {
         for p in pairs_seen(view) {
             self.record(p.a, p.b, p.combined);
             self.record(p.b, p.a, p.combined);
+            self.seen.insert((p.a, p.b));
         }
+        self.seen
+            .retain(|(a, b)| view.task(*a).is_some() && view.task(*b).is_some());
         for t in view.tasks.iter().filter(|t| t.cpu_ns > 0) {
             *self.activity.entry(t.key).or_default() += 1;
         }
@@ -152,8 +151,9 @@ impl Policy for Plan {
             .copied()
             .filter(|k| !groups.iter().any(|g| g.contains(k)))
             .collect();
-        let untried = |a: TaskKey, b: TaskKey| (!self.recorded(a, b)).then_some(1.0);
-        groups.extend(greedy_pairs(&left, &untried));
+        let seen =
+            |a: TaskKey, b: TaskKey| self.seen.contains(&(a.min(b), a.max(b))).then_some(0.0);
+        groups.extend(greedy_pairs(&left, &seen));
         self.rotation.set(groups);
         self.rotation.decide(view, false)
     }

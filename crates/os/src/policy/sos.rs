@@ -80,7 +80,9 @@ impl Sos {
 
     /// Starts sampling new pairings of `tasks`.
     fn restart(&mut self, tasks: Vec<TaskKey>, cores: usize) {
-        let candidates: Vec<_> = (0..SCHEDULES).map(|_| self.random_pairing(&tasks)).collect();
+        let candidates: Vec<_> = (0..SCHEDULES)
+            .map(|_| self.random_pairing(&tasks))
+            .collect();
         let s = &mut self.sampling;
         s.periods_left = Self::sample_periods(candidates[0].len(), cores);
         s.scores = vec![(0.0, 0); SCHEDULES];

@@ -71,6 +71,7 @@ impl OsSim<'_> {
             if estimates == Estimates::PerTick {
                 let e = self.estimate(c);
                 self.tasks[t].pr_estimate = Some(e);
+                self.record_estimate(self.tasks[t].pid, e);
                 self.charge_estimate(c, 1);
             }
             let units = match (&charge_view, self.policy.linux24()) {
@@ -116,6 +117,7 @@ impl OsSim<'_> {
                 if let Some(t) = self.cpus[c].current {
                     let e = self.estimate(c);
                     self.tasks[t].pr_estimate = Some(e);
+                    self.record_estimate(self.tasks[t].pid, e);
                     ests.push((c, t, e));
                 }
             }

@@ -166,6 +166,9 @@ struct Task {
     saved_lag: f64,
     lag_saved_at: f64,
     lag_decay_rate: f64,
+    /// Present-day: its load average (PELT) and when it was last folded.
+    load_avg: f64,
+    load_updated: f64,
     /// Present-day: virtual time until which the running task may not be preempted by a wake-up
     /// (the kernel's RUN_TO_PARITY slice protection).
     protected_until: f64,
@@ -201,8 +204,14 @@ struct Cpu {
     /// Present-day: idle although tasks wait, because core scheduling forbids them beside a
     /// sibling's task.
     forced_idle: bool,
-    /// Present-day: load-balancing attempts in a row that moved nothing.
+    /// Present-day: load-balancing attempts in a row that moved nothing, and the tick of the
+    /// next attempt.
     balance_failed: u32,
+    next_balance_tick: u64,
+    /// Present-day: the current balancing interval, ms (before the busy factor).
+    balance_interval_ms: f64,
+    /// Present-day core scheduling: the queue's virtual time when the core last changed groups.
+    core_base: f64,
 }
 
 const TICK_UNITS: i64 = 256;
@@ -231,6 +240,9 @@ pub struct OsSim<'a> {
     siblings_of: Vec<Vec<CpuId>>,
     package_of: Vec<usize>,
     rng: SimRng,
+    /// The timing noise of the present-day load balancer (its own stream, so that it never
+    /// changes the tasks' random behaviour).
+    balance_rng: SimRng,
     now: f64,
     tick_cycles: f64,
     tick: u64,
@@ -250,6 +262,8 @@ pub struct OsSim<'a> {
     periods: period::Periods,
     /// Whether any task has a core-scheduling group.
     core_sched: bool,
+    /// Each benchmark's CPU cycles when the measurement window opened.
+    window_cpu: Option<Vec<f64>>,
 }
 
 impl<'a> OsSim<'a> {
@@ -266,7 +280,10 @@ impl<'a> OsSim<'a> {
             return Err(format!("hz = {}: must be a positive number", config.hz));
         }
         let n = machine.logical_cpus() as usize;
-        let cpus_in_use = config.cpus.clone().unwrap_or_else(|| (0..n as u32).collect());
+        let cpus_in_use = config
+            .cpus
+            .clone()
+            .unwrap_or_else(|| (0..n as u32).collect());
         if let Some(bad) = cpus_in_use.iter().find(|&c| c as usize >= n) {
             return Err(format!(
                 "cpus {cpus_in_use}: CPU {bad} does not exist on machine {} (CPUs 0-{})",
@@ -280,7 +297,8 @@ impl<'a> OsSim<'a> {
         }
         for (i, t) in set.tasks.iter().enumerate() {
             let Some(list) = &t.cpus else { continue };
-            let mask = CpuSet::parse(list).map_err(|e| format!("task[{i}].cpus = {list:?}: {e}"))?;
+            let mask =
+                CpuSet::parse(list).map_err(|e| format!("task[{i}].cpus = {list:?}: {e}"))?;
             if let Some(bad) = mask.iter().find(|&c| c as usize >= n) {
                 return Err(format!(
                     "task[{i}].cpus = {list:?}: CPU {bad} does not exist on machine {} (CPUs 0-{})",
@@ -355,12 +373,18 @@ impl<'a> OsSim<'a> {
             group_load: vec![0.0; set.groups.len()],
             bench_group: (0..set.tasks.len()).map(|i| set.group_of(i)).collect(),
             tasks: Vec::new(),
-            cpus: vec![Cpu::default(); n],
+            cpus: (0..n)
+                .map(|c| Cpu {
+                    next_balance_tick: c as u64,
+                    ..Cpu::default()
+                })
+                .collect(),
             online,
             topology,
             siblings_of,
             package_of,
             rng: SimRng::new(derive_seed(config.seed, "os")),
+            balance_rng: SimRng::new(derive_seed(config.seed, "balance")),
             now: 0.0,
             tick_cycles,
             tick: 0,
@@ -375,6 +399,7 @@ impl<'a> OsSim<'a> {
             decisions: Decisions::none(),
             periods: period::Periods::new(if hooks { 0.0 } else { period_cycles }),
             core_sched: false,
+            window_cpu: None,
             config,
         };
         // Warm the oracle with every situation of up to one task per CPU of a core.
@@ -463,6 +488,9 @@ impl<'a> OsSim<'a> {
             lag_saved_at: 0.0,
             lag_decay_rate: 0.0,
             protected_until: 0.0,
+            // A new task starts with its full weight as its load (`init_entity_runnable_average`).
+            load_avg: Weight::of_nice(spec.nice).0 as f64,
+            load_updated: self.now,
             run_left: workload_cycles,
             block_left,
             phase: 0,
@@ -606,8 +634,28 @@ impl<'a> OsSim<'a> {
                 .iter()
                 .map(|t| (t.bench, t.switches_in, t.migrations, t.cpu_cycles)),
         );
-        self.metrics.finish(stats);
+        let at_window = self
+            .window_cpu
+            .take()
+            .unwrap_or_else(|| vec![0.0; self.specs.len()]);
+        self.metrics.finish(stats, &at_window);
         self.metrics
+    }
+
+    /// Each benchmark's CPU cycles at time `t` within the step that starts now (running tasks
+    /// gain cycles evenly through it).
+    fn cpu_cycles_at(&self, t: f64) -> Vec<f64> {
+        let mut out = vec![0.0; self.specs.len()];
+        for &(bench, _, _, cycles) in &self.exited {
+            out[bench] += cycles;
+        }
+        for task in &self.tasks {
+            out[task.bench] += task.cpu_cycles;
+            if task.running_on.is_some() {
+                out[task.bench] += (t - self.now).max(0.0);
+            }
+        }
+        out
     }
 
     fn situation(&self) -> Vec<Option<Occupant>> {
@@ -630,6 +678,9 @@ impl<'a> OsSim<'a> {
     fn advance(&mut self, dt: f64) {
         if dt <= 0.0 {
             return;
+        }
+        if self.window_cpu.is_none() && self.now + dt >= self.metrics.window.0 {
+            self.window_cpu = Some(self.cpu_cycles_at(self.metrics.window.0));
         }
         if self.periods.active() {
             self.account_period(dt);
@@ -678,9 +729,12 @@ impl<'a> OsSim<'a> {
                 let bench = self.tasks[t].bench;
                 let wait = self.wait_cycles(bench);
                 self.tasks[t].block_left = self.next_block(bench);
-                self.leave_runnable(t, State::Blocked {
-                    until: self.now + wait,
-                });
+                self.leave_runnable(
+                    t,
+                    State::Blocked {
+                        until: self.now + wait,
+                    },
+                );
                 self.cpus[c].need_resched = true;
             }
         }
@@ -688,6 +742,7 @@ impl<'a> OsSim<'a> {
 
     /// `t` stops being runnable (it blocks, waits for a child or exits).
     fn leave_runnable(&mut self, t: TaskId, state: State) {
+        self.sync_load(t);
         if self.tasks[t].state == State::Runnable {
             self.tasks[t].acc.runnable_until(self.now);
             if let Some(g) = self.tasks[t].group {
@@ -702,6 +757,7 @@ impl<'a> OsSim<'a> {
 
     /// `t` becomes runnable and is placed by the baseline.
     fn become_runnable(&mut self, t: TaskId) {
+        self.sync_load(t);
         self.tasks[t].state = State::Runnable;
         self.joined_runnable(t);
         self.wake(t);
@@ -828,6 +884,19 @@ impl<'a> OsSim<'a> {
         } else {
             0.9 * task.ipc_average + 0.1 * r.ipc
         };
+    }
+
+    /// Keeps a PR estimate for the timeline, when it is recorded.
+    fn record_estimate(&mut self, pid: u32, pr: f64) {
+        if self.config.record_timeline {
+            self.metrics
+                .estimate_samples
+                .push(crate::metrics::EstimateSample {
+                    cycle: self.now,
+                    pid,
+                    pr,
+                });
+        }
     }
 
     fn charge_estimate(&mut self, cpu: CpuId, n: u32) {

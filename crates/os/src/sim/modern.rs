@@ -16,9 +16,17 @@ use crate::policy::CpuId;
 /// `sysctl_sched_base_slice` at one CPU (0.75 ms); the kernel multiplies it by
 /// 1 + log2(CPUs, at most 8) (`tunable_scaling` = log, the default).
 const BASE_SLICE_NS: f64 = 750_000.0;
-/// A busy CPU balances its domain every `sd_weight` ms × `busy_factor` (16); an idle one every
-/// `sd_weight` ms.
+/// A busy CPU balances its domain every `balance_interval` × `busy_factor` (16); the interval
+/// starts at `sd_weight` ms (the domain's CPUs), doubles after an attempt that moved nothing, up
+/// to twice that, and returns to it after one that moved a task.
 const BUSY_FACTOR: f64 = 16.0;
+/// Failed balancing attempts after which the running task itself is moved
+/// (`need_active_balance`: `nr_balance_failed > cache_nice_tries + 2`, with `cache_nice_tries`
+/// 1 in the domains of a small machine).
+const ACTIVE_BALANCE_AFTER: u32 = 3;
+/// Half-life of the kernel's per-entity load tracking (PELT): a task's load average is its
+/// weight times its recent runnable fraction, halving every 32 ms (`y^32 = 1/2`).
+const PELT_HALF_LIFE_MS: f64 = 32.0;
 /// Virtual-time comparisons tolerate this much rounding (cycles).
 const EPS: f64 = 1e-6;
 
@@ -37,17 +45,22 @@ impl OsSim<'_> {
 
     /// The tasks on `cpu`'s runqueue: the waiting ones and the one running.
     fn on_rq(&self, cpu: CpuId) -> impl Iterator<Item = TaskId> + '_ {
-        self.cpus[cpu]
-            .queue
-            .iter()
-            .copied()
-            .chain(self.cpus[cpu].current.filter(|&t| self.tasks[t].state == State::Runnable))
+        self.cpus[cpu].queue.iter().copied().chain(
+            self.cpus[cpu]
+                .current
+                .filter(|&t| self.tasks[t].state == State::Runnable),
+        )
     }
 
     /// The queue's total weight and weighted average virtual time (`avg_vruntime`).
     fn rq_load(&self, cpu: CpuId) -> (f64, Option<f64>) {
+        self.rq_load_without(cpu, None)
+    }
+
+    /// The same, leaving out `except` (a task being placed).
+    fn rq_load_without(&self, cpu: CpuId, except: Option<TaskId>) -> (f64, Option<f64>) {
         let (mut w, mut wv) = (0.0, 0.0);
-        for t in self.on_rq(cpu) {
+        for t in self.on_rq(cpu).filter(|&t| Some(t) != except) {
             let wt = self.effective_weight(t);
             w += wt;
             wv += wt * self.tasks[t].vruntime;
@@ -82,7 +95,9 @@ impl OsSim<'_> {
 
     /// The tasks `cpu` may run now: its queue and its current task, if still runnable here.
     fn candidates(&self, cpu: CpuId) -> Vec<TaskId> {
-        self.on_rq(cpu).filter(|&t| self.tasks[t].allowed[cpu]).collect()
+        self.on_rq(cpu)
+            .filter(|&t| self.tasks[t].allowed[cpu])
+            .collect()
     }
 
     pub(super) fn schedule_modern(&mut self, cpu: CpuId) {
@@ -97,9 +112,10 @@ impl OsSim<'_> {
         self.switch_modern(cpu, next);
     }
 
-    /// Core scheduling's core-wide pick: the task owed most service among each sibling's pick
-    /// leads, its group's tasks run on the core's CPUs, and a CPU with nothing of that group
-    /// idles (forced idle when it has tasks waiting).
+    /// Core scheduling's core-wide pick. Each sibling's own pick is a candidate; the one whose
+    /// task has progressed least since the core last changed groups (`cfs_prio_less`: virtual
+    /// time against the queue's at that moment) leads, its group's tasks run on the core's CPUs,
+    /// and a CPU with nothing of that group idles (forced idle when it has tasks waiting).
     fn schedule_core(&mut self, cpu: CpuId) {
         let mut core = vec![cpu];
         core.extend(self.siblings(cpu).iter().copied());
@@ -108,11 +124,23 @@ impl OsSim<'_> {
             .iter()
             .filter_map(|&c| self.pick_among(c, &self.candidates(c)).map(|t| (c, t)))
             .collect();
-        let lag = |c: CpuId, t: TaskId| self.rq_load(c).1.unwrap_or(0.0) - self.tasks[t].vruntime;
+        let progress = |c: CpuId, t: TaskId| self.tasks[t].vruntime - self.cpus[c].core_base;
         let leader = picks
             .iter()
-            .max_by(|a, b| lag(a.0, a.1).total_cmp(&lag(b.0, b.1)).then(b.0.cmp(&a.0)))
+            .min_by(|a, b| {
+                progress(a.0, a.1)
+                    .total_cmp(&progress(b.0, b.1))
+                    .then(a.0.cmp(&b.0))
+            })
             .map(|&(_, t)| self.tasks[t].cookie);
+        let previous = core
+            .iter()
+            .find_map(|&c| self.cpus[c].current.map(|t| self.tasks[t].cookie));
+        if leader != previous {
+            for &c in &core {
+                self.cpus[c].core_base = self.rq_load(c).1.unwrap_or(0.0);
+            }
+        }
         for &c in &core {
             let cands = self.candidates(c);
             let next = match leader {
@@ -171,8 +199,8 @@ impl OsSim<'_> {
     /// clamps it to a few slices).
     fn save_lag(&mut self, t: TaskId, cpu: CpuId) {
         let (w, avg) = self.rq_load(cpu);
-        let limit = (2.0 * self.slice_cycles()).max(self.tick_cycles) * 1024.0
-            / self.effective_weight(t);
+        let limit =
+            (2.0 * self.slice_cycles()).max(self.tick_cycles) * 1024.0 / self.effective_weight(t);
         let task = &mut self.tasks[t];
         task.saved_lag = (avg.unwrap_or(task.vruntime) - task.vruntime).clamp(-limit, limit);
         // Negative lag is served while the task sleeps (the kernel's delayed dequeue keeps it on
@@ -181,24 +209,35 @@ impl OsSim<'_> {
         task.lag_decay_rate = 1024.0 / w.max(1.0);
     }
 
-    /// `place_entity`: `t` joins `cpu`'s queue with its lag (scaled to the queue's load), a new
-    /// task with none and half a slice to its first deadline.
+    /// `t` joins `cpu`'s queue with its saved lag (a new task with none and half a slice to its
+    /// first deadline).
     fn enqueue(&mut self, t: TaskId, cpu: CpuId, initial: bool) {
-        let (w, avg) = self.rq_load(cpu);
-        let wt = self.effective_weight(t);
-        let mut lag = if initial { 0.0 } else { self.tasks[t].saved_lag };
+        let mut lag = if initial {
+            0.0
+        } else {
+            self.tasks[t].saved_lag
+        };
         if lag < 0.0 {
             let slept = self.now - self.tasks[t].lag_saved_at;
             lag = (lag + slept * self.tasks[t].lag_decay_rate).min(0.0);
         }
+        let vslice = self.vslice(t);
+        self.place(t, cpu, lag, if initial { vslice / 2.0 } else { vslice });
+        self.cpus[cpu].queue.push(t);
+    }
+
+    /// `place_entity`: `t`'s virtual time from the queue's (without it) and its lag, scaled to
+    /// the queue's load so that its arrival does not dilute the lag; its deadline `to_deadline`
+    /// later.
+    fn place(&mut self, t: TaskId, cpu: CpuId, mut lag: f64, to_deadline: f64) {
+        let (w, avg) = self.rq_load_without(cpu, Some(t));
+        let wt = self.effective_weight(t);
         if w > 0.0 {
             lag *= (w + wt) / w;
         }
-        let vslice = self.vslice(t);
         let task = &mut self.tasks[t];
         task.vruntime = avg.unwrap_or(task.vruntime) - lag;
-        task.deadline = task.vruntime + if initial { vslice / 2.0 } else { vslice };
-        self.cpus[cpu].queue.push(t);
+        task.deadline = task.vruntime + to_deadline;
     }
 
     /// A running or waiting task leaves the runqueue because it stops being runnable.
@@ -294,16 +333,57 @@ impl OsSim<'_> {
             if task.vruntime >= task.deadline {
                 task.deadline = task.vruntime + vslice;
             }
-            if !self.cpus[c].queue.is_empty() && task.vruntime >= task.protected_until - EPS {
+            let slice_used = task.vruntime >= task.protected_until - EPS;
+            // With a sibling forced idle, a used-up slice lets the core pick again
+            // (`task_tick_core`).
+            let sibling_waits =
+                self.core_sched && self.siblings(c).iter().any(|&s| self.cpus[s].forced_idle);
+            if slice_used && (!self.cpus[c].queue.is_empty() || sibling_waits) {
                 self.cpus[c].need_resched = true;
             }
         }
         self.balance();
     }
 
-    /// The load `cpu` carries: the weights of its runnable tasks.
+    /// `t`'s load average now (PELT): the average kept at its last change of state, decayed,
+    /// plus its weight for the time since if it has been runnable.
+    fn load_now(&self, t: TaskId) -> f64 {
+        let task = &self.tasks[t];
+        let half = PELT_HALF_LIFE_MS * 1e-3 * self.machine.clock_ghz * 1e9;
+        let d = 0.5f64.powf((self.now - task.load_updated) / half);
+        let runnable = if task.state == State::Runnable {
+            self.effective_weight(t)
+        } else {
+            0.0
+        };
+        task.load_avg * d + runnable * (1.0 - d)
+    }
+
+    /// Folds the load average up to now, before `t`'s state or weight changes.
+    pub(super) fn sync_load(&mut self, t: TaskId) {
+        if self.config.baseline == super::Baseline::Modern {
+            self.tasks[t].load_avg = self.load_now(t);
+            self.tasks[t].load_updated = self.now;
+        }
+    }
+
+    /// The load `cpu` carries, as the balancer sees it (`cpu_load`): the load averages of the
+    /// tasks on its runqueue and of those that last ran on it and sleep (blocked load, still
+    /// decaying there).
     fn cpu_load(&self, cpu: CpuId) -> f64 {
-        self.rq_load(cpu).0
+        (0..self.tasks.len())
+            .filter(|&t| {
+                let task = &self.tasks[t];
+                match task.state {
+                    State::Exited => false,
+                    State::Runnable => {
+                        task.running_on == Some(cpu) || self.cpus[cpu].queue.contains(&t)
+                    }
+                    _ => task.last_cpu == Some(cpu),
+                }
+            })
+            .map(|t| self.load_now(t))
+            .sum()
     }
 
     /// Idle balancing: `cpu` takes a waiting task from the CPU with the most waiting (one it may
@@ -311,7 +391,13 @@ impl OsSim<'_> {
     fn pull_one(&mut self, cpu: CpuId) -> bool {
         let n = self.cpus.len();
         let busiest = (0..n)
-            .filter(|&b| b != cpu && self.cpus[b].queue.iter().any(|&t| self.tasks[t].allowed[cpu]))
+            .filter(|&b| {
+                b != cpu
+                    && self.cpus[b]
+                        .queue
+                        .iter()
+                        .any(|&t| self.tasks[t].allowed[cpu])
+            })
             .max_by_key(|&b| (self.cpus[b].queue.len(), std::cmp::Reverse(b)));
         let Some(b) = busiest else {
             return false;
@@ -390,43 +476,96 @@ impl OsSim<'_> {
     /// over two CPUs.
     fn periodic_balance(&mut self) {
         let online: Vec<CpuId> = (0..self.cpus.len()).filter(|&c| self.online[c]).collect();
-        let interval_ticks = ((online.len() as f64 * BUSY_FACTOR * 1e-3 * self.config.hz).round()
-            as u64)
-            .max(1);
-        for (i, &c) in online.iter().enumerate() {
-            // CPUs balance at staggered ticks, as their own timers would.
-            if (self.tick + i as u64) % interval_ticks != 0 {
+        let sd_weight_ms = online.len() as f64;
+        for &c in &online {
+            if self.tick < self.cpus[c].next_balance_tick {
                 continue;
             }
+            let moved = self.balance_once(c, &online);
+            let cpu = &mut self.cpus[c];
+            cpu.balance_interval_ms = if moved {
+                sd_weight_ms
+            } else {
+                (2.0 * cpu.balance_interval_ms.max(sd_weight_ms)).min(2.0 * sd_weight_ms)
+            };
+            let ticks = (cpu.balance_interval_ms * BUSY_FACTOR * 1e-3 * self.config.hz).round();
+            // Give or take a tick: the kernel's balancing softirq is not phase-locked to the
+            // tasks' slices, and a model that is would always find the same task waiting.
+            self.cpus[c].next_balance_tick =
+                self.tick + (ticks as u64).max(1) + self.balance_rng.below(2);
+        }
+    }
+
+    /// One `load_balance` attempt of `c`; whether it moved a task.
+    fn balance_once(&mut self, c: CpuId, online: &[CpuId]) -> bool {
+        {
             let here = self.cpu_load(c);
             let busiest = online
                 .iter()
                 .copied()
                 .filter(|&b| b != c && !self.cpus[b].queue.is_empty())
-                .max_by(|&a, &b| self.cpu_load(a).total_cmp(&self.cpu_load(b)).then(b.cmp(&a)));
-            let Some(b) = busiest else { continue };
-            let imbalance = (self.cpu_load(b) - here) / 2.0;
-            if imbalance <= 0.0 {
-                continue;
-            }
+                .max_by(|&a, &b| {
+                    self.cpu_load(a)
+                        .total_cmp(&self.cpu_load(b))
+                        .then(b.cmp(&a))
+                });
+            let imbalance = busiest.map_or(0.0, |b| (self.cpu_load(b) - here) / 2.0);
+            let Some(b) = busiest.filter(|_| imbalance > 0.0) else {
+                // Balanced: the kernel starts counting failures afresh (`out_balanced`).
+                self.cpus[c].balance_failed = 0;
+                return false;
+            };
             let failed = self.cpus[c].balance_failed.min(8);
             let movable = self.cpus[b].queue.iter().copied().find(|&t| {
                 self.tasks[t].allowed[c]
-                    && self.effective_weight(t) / f64::from(1u32 << failed) <= imbalance + EPS
+                    && self.load_now(t) / f64::from(1u32 << failed) <= imbalance + EPS
             });
             match movable {
                 Some(t) => {
                     self.move_queued(t, b, c);
                     self.cpus[c].balance_failed = 0;
                     self.check_preempt(c, t);
+                    true
                 }
-                None => self.cpus[c].balance_failed += 1,
+                None => {
+                    self.cpus[c].balance_failed += 1;
+                    if self.cpus[c].balance_failed > ACTIVE_BALANCE_AFTER {
+                        self.active_balance(b, c);
+                    }
+                    false
+                }
             }
         }
     }
 
-    /// Reweights `t` (`reweight_entity`): its lag and the distance to its deadline keep their
-    /// meaning in real time, so they scale by old weight / new weight.
+    /// Active balancing: the task running on `from` moves to `to` (the kernel's stopper thread
+    /// pushes it), when it may run there and its load fits the imbalance.
+    fn active_balance(&mut self, from: CpuId, to: CpuId) {
+        let Some(t) = self.cpus[from].current else {
+            return;
+        };
+        if !self.tasks[t].allowed[to] || self.cpus[from].queue.is_empty() {
+            return;
+        }
+        let imbalance = (self.cpu_load(from) - self.cpu_load(to)) / 2.0;
+        if self.load_now(t) / 2.0 > imbalance + EPS {
+            return;
+        }
+        let cands: Vec<TaskId> = self
+            .candidates(from)
+            .into_iter()
+            .filter(|&u| u != t)
+            .collect();
+        let next = self.pick_among(from, &cands);
+        self.switch_modern(from, next);
+        self.move_queued(t, from, to);
+        self.cpus[to].balance_failed = 0;
+        self.check_preempt(to, t);
+    }
+
+    /// Reweights `t` (`reweight_entity`) from effective weight `old`: its lag is taken (clamped)
+    /// at the old weight, and it and the distance to its deadline keep their meaning in real
+    /// time, so they scale by old weight / new weight; then it is placed again.
     pub(super) fn reweight(&mut self, t: TaskId, old: f64) {
         let new = self.effective_weight(t);
         if new == old {
@@ -438,12 +577,15 @@ impl OsSim<'_> {
         let Some(c) = cpu else {
             return;
         };
-        let avg = self.rq_load(c).1.unwrap_or(self.tasks[t].vruntime);
+        let (w, avg) = self.rq_load_without(c, Some(t));
+        let task = &self.tasks[t];
+        // V with the old weight.
+        let v_all = avg.map_or(task.vruntime, |a| (a * w + task.vruntime * old) / (w + old));
+        let limit = (2.0 * self.slice_cycles()).max(self.tick_cycles) * 1024.0 / old;
+        let lag = (v_all - task.vruntime).clamp(-limit, limit) * old / new;
+        let to_deadline = (task.deadline - task.vruntime) * old / new;
+        self.place(t, c, lag, to_deadline);
         let task = &mut self.tasks[t];
-        let lag = avg - task.vruntime;
-        let to_deadline = task.deadline - task.vruntime;
-        task.vruntime = avg - lag * old / new;
-        task.deadline = task.vruntime + to_deadline * old / new;
         task.protected_until = task.protected_until.min(task.deadline);
     }
 
@@ -452,7 +594,8 @@ impl OsSim<'_> {
     pub(super) fn enforce_affinity_modern(&mut self, t: TaskId) {
         if let Some(c) = self.tasks[t].running_on {
             if !self.tasks[t].allowed[c] {
-                let cands: Vec<TaskId> = self.candidates(c).into_iter().filter(|&u| u != t).collect();
+                let cands: Vec<TaskId> =
+                    self.candidates(c).into_iter().filter(|&u| u != t).collect();
                 let next = self.pick_among(c, &cands);
                 self.switch_modern(c, next);
             }

@@ -135,8 +135,8 @@ impl OsSim<'_> {
         for &t in &live {
             let task = &self.tasks[t];
             let acc = &task.acc;
-            let runnable_cycles = acc.runnable_cycles
-                + acc.runnable_since.map_or(0.0, |s| self.now - s);
+            let runnable_cycles =
+                acc.runnable_cycles + acc.runnable_since.map_or(0.0, |s| self.now - s);
             let mut corunners: Vec<Corunner> = acc
                 .corunners
                 .iter()
@@ -199,25 +199,24 @@ impl OsSim<'_> {
         let view = self.period_view();
         let decisions = self.policy.decide(&view);
         if let Err(e) = decisions.check(&view) {
-            panic!("policy {} made an invalid decision: {e}", self.policy.name());
+            panic!(
+                "policy {} made an invalid decision: {e}",
+                self.policy.name()
+            );
         }
         for s in &view.tasks {
             if let Some(pr) = s.pr_estimate {
                 if let Some(t) = (0..self.tasks.len()).find(|&t| self.key(t) == s.key) {
                     self.tasks[t].pr_estimate = Some(pr);
                 }
+                self.record_estimate(s.key.pid, pr);
             }
         }
-        if self.config.record_periods || self.config.record_timeline {
+        if self.config.record_periods {
             self.metrics.periods.push(PeriodRecord {
                 cycle: self.now,
-                view: self.config.record_periods.then(|| view.clone()),
-                estimates: view
-                    .tasks
-                    .iter()
-                    .filter_map(|s| s.pr_estimate.map(|p| (s.key.pid, p)))
-                    .collect(),
-                decisions: self.config.record_periods.then(|| decisions.clone()),
+                view,
+                decisions: decisions.clone(),
             });
         }
         self.decisions = decisions;
@@ -289,6 +288,7 @@ impl OsSim<'_> {
         if self.tasks[t].weight == w {
             return;
         }
+        self.sync_load(t);
         let old_effective = self.effective_weight(t);
         if let (Some(g), State::Runnable) = (self.tasks[t].group, self.tasks[t].state) {
             self.group_load[g] += w.0 as f64 - self.tasks[t].weight.0 as f64;
