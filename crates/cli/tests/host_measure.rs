@@ -4,11 +4,13 @@
 //! behind. No timing is asserted: this machine is shared and noisy.
 
 mod util;
-use util::{assert_bad_input, smtsched};
+use util::{
+    assert_all_gone, assert_bad_input, descendants, exists, smtsched, start_harness, wait_for,
+};
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 /// The tests of this file run one at a time: some start real-time processes that would starve
@@ -411,104 +413,11 @@ fn unpack_offline_snapshot(dir: &Path) -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // Cleanup
 
-/// (pid, start time in clock ticks) of every descendant of `root`, from /proc.
-fn descendants(root: u32) -> Vec<(u32, u64)> {
-    let mut table = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        // After the command: state(0) ppid(1) … starttime is field 22 of the whole line, 19 here.
-        table.push((
-            pid,
-            f[1].parse::<u32>().unwrap(),
-            f[19].parse::<u64>().unwrap(),
-        ));
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for &(pid, ppid, start) in &table {
-            if ppid == p {
-                out.push((pid, start));
-                frontier.push(pid);
-            }
-        }
-    }
-    out
-}
-
-/// True if the process is still there (alive or an unreaped zombie) and is the same process.
-fn exists(pid: u32, start: u64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(stat) => {
-            let rest = &stat[stat.rfind(')').unwrap() + 2..];
-            rest.split_whitespace()
-                .nth(19)
-                .and_then(|s| s.parse::<u64>().ok())
-                == Some(start)
-        }
-    }
-}
-
 fn cpus_allowed(pid: u32) -> Option<String> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     s.lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
         .map(|v| v.trim().to_string())
-}
-
-fn start_harness(dir: &Path, args: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits until `root` has at least `n` descendants whose command is `name`; returns all
-/// descendants seen then.
-fn wait_for(root: u32, name: &str, n: usize) -> Vec<(u32, u64)> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let d = descendants(root);
-        let matching = d
-            .iter()
-            .filter(|(pid, _)| {
-                std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .map(|c| c.trim() == name)
-                    .unwrap_or(false)
-            })
-            .count();
-        if matching >= n {
-            return d;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never saw {n} {name} processes under {root}: {d:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn assert_all_gone(procs: &[(u32, u64)]) {
-    let deadline = Instant::now() + Duration::from_secs(3);
-    loop {
-        let left: Vec<&(u32, u64)> = procs.iter().filter(|(p, s)| exists(*p, *s)).collect();
-        if left.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "processes left behind: {left:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -274,3 +274,68 @@ fn every_decision_policy_decides_from_its_views_alone() {
         replays_identically(name);
     }
 }
+
+#[test]
+fn smt_default_gives_each_task_a_core_of_its_own_while_they_fit() {
+    // Two tasks on two cores of two siblings each (northwood, CPUs 0-3): after the first
+    // decision they never share a core, and each has a CPU to itself.
+    let policy = PolicyName::SmtDefault
+        .build(&PolicyInputs::default())
+        .unwrap();
+    let m = run_flat(&set(&["a", "b"]), policy, config(10.0, "0-3"));
+    for p in &m.periods[1..] {
+        for t in &p.view.tasks {
+            assert!(
+                t.corunners.is_empty(),
+                "period {}: {:?}",
+                p.view.index,
+                t.corunners
+            );
+        }
+        if p.view.runnable().count() == 2 {
+            let cores: Vec<_> = p
+                .decisions
+                .tasks
+                .values()
+                .map(|d| d.affinity.clone().unwrap())
+                .collect();
+            assert_eq!(cores.len(), 2);
+            assert_ne!(cores[0], cores[1]);
+        }
+    }
+    assert!((share(&m, 0) - 1.0).abs() < 0.02 && (share(&m, 1) - 1.0).abs() < 0.02);
+}
+
+#[test]
+fn di_spreads_cache_intensity_over_the_cache_domains() {
+    // Northwood's L2 is per core: two domains, CPUs 0-1 and 2-3. Intensities 9, 7, 2, 1: the
+    // snake deals 9 -> domain 0, 7 -> 1, 2 -> 1, 1 -> 0, so each domain gets 10 and 9.
+    let inputs = PolicyInputs {
+        cache: smtsched_os::policy::balance_set::CacheInputs {
+            intensity: [("w9", 9.0), ("w7", 7.0), ("w2", 2.0), ("w1", 1.0)]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            ..Default::default()
+        },
+        ..PolicyInputs::default()
+    };
+    let policy = PolicyName::Di.build(&inputs).unwrap();
+    let m = run_flat(&set(&["w9", "w7", "w2", "w1"]), policy, config(10.0, "0-3"));
+    let last = m.periods.last().unwrap();
+    let domain = |label: &str| {
+        let k = key(&last.view, label);
+        last.decisions.tasks[&k]
+            .affinity
+            .clone()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        [domain("w9"), domain("w7"), domain("w2"), domain("w1")],
+        ["0-1", "2-3", "2-3", "0-1"]
+    );
+    for t in &last.view.tasks {
+        assert!(t.cpus.is_subset(&CpuSet::parse(&domain(&t.label)).unwrap()));
+    }
+}

@@ -200,7 +200,8 @@ pub fn run(a: RunArgs) -> Result<()> {
         a.repeat,
         oracle.describe(),
         elapsed,
-        results[0].wall_seconds * rayon::current_num_threads() as f64 / sims,
+        // The simulations ran in parallel, as many at once as there are threads (or fewer).
+        results[0].wall_seconds * (rayon::current_num_threads() as f64).min(sims) / sims,
         rayon::current_num_threads()
     ))?;
     out(&policy_table(&results))?;
