@@ -195,6 +195,21 @@ pub fn split_command(line: &str) -> Result<Vec<String>> {
     Ok(words)
 }
 
+/// `exe ARGS…` as a child of the harness: in a process group of its own, and killed by the
+/// kernel (SIGKILL) if the harness dies for any reason. Standard streams are the caller's to set.
+pub fn child_command(exe: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.args(args).process_group(0);
+    // SAFETY: the closure only calls prctl, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            die_with_parent(libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd
+}
+
 /// Asks the kernel to send `signal` to the calling process when its parent exits.
 pub fn die_with_parent(signal: i32) {
     // SAFETY: prctl with these arguments only sets a flag of the calling process.

@@ -27,9 +27,8 @@ use smtsched_model::matrix::{PairRecord, Placement, PrMatrix, SoloRecord, PR_MAT
 use smtsched_model::CpuSet;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -677,25 +676,17 @@ fn run_loopers(
     let mut stderr_bufs = Vec::new();
     for (i, (w, spec)) in specs.iter().enumerate() {
         let json = serde_json::to_string(spec).expect("loop specs serialise");
-        let mut cmd = Command::new(&cfg.exe);
-        cmd.args(["host", "loop", "--spec", &json])
+        let mut child = crate::looper::child_command(&cfg.exe, &["host", "loop", "--spec", &json])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0);
-        // SAFETY: the closure only calls prctl, which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                crate::looper::die_with_parent(libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| {
-            HostError::os(
-                format!("starting {} for workload {}", cfg.exe.display(), w.name),
-                e,
-            )
-        })?;
+            .spawn()
+            .map_err(|e| {
+                HostError::os(
+                    format!("starting {} for workload {}", cfg.exe.display(), w.name),
+                    e,
+                )
+            })?;
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
         children.kids.push(child);

@@ -20,9 +20,8 @@ use crate::shutdown::Shutdown;
 use serde::{Deserialize, Serialize};
 use smtsched_model::CpuSet;
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 /// Other processes and the hypervisor may take at most this share of the CPUs in use before a
@@ -298,25 +297,18 @@ pub fn run(cfg: &SchedRunConfig, stop: &Shutdown) -> Result<SchedRunResult> {
             parent_pid: std::process::id() as i32,
         };
         let json = serde_json::to_string(&spec).expect("task specs serialise");
-        let mut cmd = Command::new(&cfg.exe);
-        cmd.args(["host", "sched-task", "--spec", &json])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0);
-        // SAFETY: the closure only calls prctl, which is async-signal-safe.
-        unsafe {
-            cmd.pre_exec(|| {
-                crate::looper::die_with_parent(libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let mut child = cmd.spawn().map_err(|e| {
-            HostError::os(
-                format!("starting {} for task {}", cfg.exe.display(), t.name),
-                e,
-            )
-        })?;
+        let mut child =
+            crate::looper::child_command(&cfg.exe, &["host", "sched-task", "--spec", &json])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| {
+                    HostError::os(
+                        format!("starting {} for task {}", cfg.exe.display(), t.name),
+                        e,
+                    )
+                })?;
         readers.push(BufReader::new(child.stdout.take().expect("piped")));
         tasks.children.push(child);
     }

@@ -160,13 +160,13 @@ pub enum MeasureAction {
     /// m.cores.json, m.timeshare.json, ….
     ///
     /// Example: smtsched measure pairs -w dense-fp,pointer-chase --command gz='gzip -9 -c big.tar' -p cores -o m.json
-    Pairs(PairsArgs),
+    Pairs(Box<PairsArgs>),
     /// A task set on this machine's real kernel — busy and compute/sleep loops with nice levels,
     /// affinity masks and cgroup weights — each task's share of CPU time (from
     /// /proc/PID/schedstat) beside the simulator's present-day baseline on the same file.
     ///
     /// Example: smtsched measure sched scenarios/nice-one-cpu.toml
-    Sched(super::sched::SchedArgs),
+    Sched(Box<super::sched::SchedArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -267,8 +267,8 @@ pub fn run_host(a: HostArgs) -> Result<()> {
 
 pub fn run_measure(a: MeasureArgs) -> Result<()> {
     match a.action {
-        MeasureAction::Pairs(p) => pairs(p),
-        MeasureAction::Sched(s) => super::sched::sched(s),
+        MeasureAction::Pairs(p) => pairs(*p),
+        MeasureAction::Sched(s) => super::sched::sched(*s),
     }
 }
 

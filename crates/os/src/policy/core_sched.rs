@@ -16,10 +16,7 @@ impl Policy for CoreSched {
     }
 
     fn needs(&self) -> Needs {
-        Needs {
-            core_groups: true,
-            ..Needs::default()
-        }
+        Needs::CORE_GROUPS
     }
 
     fn decide(&mut self, view: &PeriodView) -> Decisions {

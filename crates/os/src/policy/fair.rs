@@ -27,10 +27,7 @@ impl Policy for Fair {
     }
 
     fn needs(&self) -> Needs {
-        Needs {
-            estimates: true,
-            ..Needs::default()
-        }
+        Needs::ESTIMATES
     }
 
     fn decide(&mut self, view: &PeriodView) -> Decisions {

@@ -38,10 +38,7 @@ impl Policy for Ipc {
     }
 
     fn needs(&self) -> Needs {
-        Needs {
-            counters: true,
-            ..Needs::default()
-        }
+        Needs::COUNTERS
     }
 
     fn decide(&mut self, view: &PeriodView) -> Decisions {

@@ -56,6 +56,24 @@ pub struct Needs {
     pub core_groups: bool,
 }
 
+impl Needs {
+    pub const ESTIMATES: Needs = Needs {
+        estimates: true,
+        counters: false,
+        core_groups: false,
+    };
+    pub const COUNTERS: Needs = Needs {
+        estimates: false,
+        counters: true,
+        core_groups: false,
+    };
+    pub const CORE_GROUPS: Needs = Needs {
+        estimates: false,
+        counters: false,
+        core_groups: true,
+    };
+}
+
 /// A scheduling policy.
 pub trait Policy: Send {
     fn name(&self) -> &str;

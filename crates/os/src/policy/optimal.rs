@@ -191,17 +191,14 @@ impl Policy for Optimal {
     }
 
     fn needs(&self) -> Needs {
-        Needs {
-            core_groups: true,
-            ..Needs::default()
-        }
+        Needs::CORE_GROUPS
     }
 
     /// The best schedule's turns rotate over the cores, each turn a core-scheduling group of
     /// its own so that a lone turn has its core to itself.
     fn decide(&mut self, view: &PeriodView) -> Decisions {
         let runnable: Vec<TaskKey> = view.runnable().map(|t| t.key).collect();
-        if view.index % PLAN_PERIODS == 0 || runnable != self.planned_for {
+        if view.index.is_multiple_of(PLAN_PERIODS) || runnable != self.planned_for {
             let label = |k: TaskKey| view.task(k).map_or("", |t| t.label.as_str());
             let turns = if runnable.len() > MAX_TASKS {
                 Vec::new()

@@ -117,10 +117,7 @@ impl Policy for Plan {
     }
 
     fn needs(&self) -> Needs {
-        Needs {
-            estimates: true,
-            ..Needs::default()
-        }
+        Needs::ESTIMATES
     }
 
     fn decide(&mut self, view: &PeriodView) -> Decisions {
@@ -135,7 +132,7 @@ impl Policy for Plan {
             *self.activity.entry(t.key).or_default() += 1;
         }
         let runnable: BTreeSet<TaskKey> = view.runnable().map(|t| t.key).collect();
-        if view.index % PLAN_PERIODS == 0 {
+        if view.index.is_multiple_of(PLAN_PERIODS) {
             self.planned = self.plan_pairs(&runnable);
         }
         // The planned pairs that can run, and everyone else paired with partners not yet

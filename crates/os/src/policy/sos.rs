@@ -153,10 +153,7 @@ impl Policy for Sos {
     }
 
     fn needs(&self) -> Needs {
-        Needs {
-            estimates: true,
-            ..Needs::default()
-        }
+        Needs::ESTIMATES
     }
 
     fn decide(&mut self, view: &PeriodView) -> Decisions {

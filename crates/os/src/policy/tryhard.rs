@@ -59,10 +59,7 @@ impl Policy for Tryhard {
     }
 
     fn needs(&self) -> Needs {
-        Needs {
-            estimates: true,
-            ..Needs::default()
-        }
+        Needs::ESTIMATES
     }
 
     fn decide(&mut self, view: &PeriodView) -> Decisions {

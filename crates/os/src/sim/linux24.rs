@@ -60,13 +60,7 @@ impl OsSim<'_> {
         let estimates = self.hook_estimates();
         // Only a policy that charges fractions of a tick needs a view to charge by.
         let charge_view = self.fractional.then(|| self.sched_view());
-        for c in 0..self.cpus.len() {
-            if !self.online[c] {
-                continue;
-            }
-            let Some(t) = self.cpus[c].current else {
-                continue;
-            };
+        for (c, t) in self.running() {
             self.count_tick(c, t);
             if estimates == Estimates::PerTick {
                 let e = self.estimate(c);

@@ -264,6 +264,7 @@ pub struct OsSim<'a> {
     core_sched: bool,
     /// Each benchmark's CPU cycles when the measurement window opened.
     window_cpu: Option<Vec<f64>>,
+    rate_memo: std::collections::HashMap<Vec<Option<Occupant>>, Vec<Option<ThreadRate>>>,
 }
 
 impl<'a> OsSim<'a> {
@@ -400,6 +401,7 @@ impl<'a> OsSim<'a> {
             periods: period::Periods::new(if hooks { 0.0 } else { period_cycles }),
             core_sched: false,
             window_cpu: None,
+            rate_memo: Default::default(),
             config,
         };
         // Warm the oracle with every situation of up to one task per CPU of a core.
@@ -670,8 +672,18 @@ impl<'a> OsSim<'a> {
             .collect()
     }
 
+    /// The rates of the current situation: from this simulation's own memo (situations recur
+    /// thousands of times, and the shared oracle is behind a lock), else from the oracle.
     fn refresh_rates(&mut self) {
-        self.rates = self.oracle.rates(&self.situation());
+        let situation = self.situation();
+        self.rates = match self.rate_memo.get(&situation) {
+            Some(r) => r.clone(),
+            None => {
+                let r = self.oracle.rates(&situation);
+                self.rate_memo.insert(situation, r.clone());
+                r
+            }
+        };
         self.rates_valid = true;
     }
 
@@ -872,6 +884,14 @@ impl<'a> OsSim<'a> {
             Baseline::Linux24 => self.tick_linux24(),
             Baseline::Modern => self.tick_modern(),
         }
+    }
+
+    /// The online CPUs that run a task, with the task.
+    fn running(&self) -> Vec<(CpuId, TaskId)> {
+        (0..self.cpus.len())
+            .filter(|&c| self.online[c])
+            .filter_map(|c| self.cpus[c].current.map(|t| (c, t)))
+            .collect()
     }
 
     /// The per-tick statistics of the task running on `c`: ticks run and rolling IPC.

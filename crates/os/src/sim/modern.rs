@@ -318,13 +318,7 @@ impl OsSim<'_> {
     }
 
     pub(super) fn tick_modern(&mut self) {
-        for c in 0..self.cpus.len() {
-            if !self.online[c] {
-                continue;
-            }
-            let Some(t) = self.cpus[c].current else {
-                continue;
-            };
+        for (c, t) in self.running() {
             self.count_tick(c, t);
             // `update_deadline`: a used-up slice gets a new deadline; once the slice is no
             // longer protected, whoever should run next does.
