@@ -136,10 +136,18 @@ impl CpuController {
         let path = self.own_dir();
         std::fs::create_dir(&path)
             .map_err(|e| HostError::os(format!("creating cgroup {}", path.display()), e))?;
-        Ok(Cgroup {
+        let own = Cgroup {
             version: self.version,
             path,
-        })
+        };
+        if self.version == CgroupVersion::V2 {
+            // cgroup v2: the groups inside get `cpu.weight` only if this one delegates `cpu`.
+            if let Err(e) = write(&own.path.join("cgroup.subtree_control"), "+cpu") {
+                let _ = own.remove();
+                return Err(e);
+            }
+        }
+        Ok(own)
     }
 
     /// Removes `smtsched-<pid>` groups whose process is gone (left by a run that was killed).
@@ -157,7 +165,9 @@ impl CpuController {
             else {
                 continue;
             };
-            if Path::new(&format!("/proc/{pid}")).exists() {
+            // A live owner keeps its groups; one with this process's own pid was left by a
+            // killed run whose pid this process now has.
+            if pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists() {
                 continue;
             }
             let g = Cgroup {

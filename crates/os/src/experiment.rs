@@ -104,7 +104,7 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
         "PR sd",
         "switches/s",
         "migrations/s",
-        "forced idle",
+        "forced idle (CPUs)",
         "estimates",
     ]);
     let mut notes = Vec::new();
@@ -142,15 +142,14 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
             format!("{:.1}", per_s(&|r| r.context_switches as f64)),
             format!("{:.2}", per_s(&|r| r.migrations as f64)),
             format!(
-                "{:.1}%",
-                100.0
-                    * mean_sd(
-                        &p.runs
-                            .iter()
-                            .map(|r| r.forced_idle_cycles / r.window.1)
-                            .collect::<Vec<_>>()
-                    )
-                    .0
+                "{:.2}",
+                mean_sd(
+                    &p.runs
+                        .iter()
+                        .map(|r| r.forced_idle_cycles / (r.window.1 - r.window.0))
+                        .collect::<Vec<_>>()
+                )
+                .0
             ),
             format!(
                 "{}",

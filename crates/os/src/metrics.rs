@@ -70,8 +70,8 @@ pub struct Metrics {
     pub forks: u64,
     pub epochs: u64,
     pub estimates: u64,
-    /// Cycles logical CPUs stood idle while tasks waited, because core scheduling kept those
-    /// tasks off the core (summed over CPUs).
+    /// Cycles logical CPUs stood idle in the measurement window while tasks waited, because core
+    /// scheduling kept those tasks off the core (summed over CPUs).
     pub forced_idle_cycles: f64,
     #[serde(skip)]
     pub timeline: Vec<Switch>,

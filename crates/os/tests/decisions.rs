@@ -340,3 +340,48 @@ fn di_spreads_cache_intensity_over_the_cache_domains() {
         assert!(t.cpus.is_subset(&CpuSet::parse(&domain(&t.label)).unwrap()));
     }
 }
+
+#[test]
+fn a_task_woken_before_it_left_its_cpu_runs_in_one_place() {
+    // Compute ~1 ms, wait 0 ms: it wakes in the same instant it blocks, still on its CPU. It must
+    // stay one task on one CPU: its share of CPU time can never pass 1.
+    let mut s = set(&["sleepless", "busy"]);
+    s.tasks[0].block = Some(smtsched_os::taskset::BlockSpec {
+        run_ms: 1.0,
+        wait_ms: 0.0,
+    });
+    let m = run_flat(
+        &s,
+        Box::new(smtsched_os::policy::Naive),
+        config(10.0, "0-3"),
+    );
+    for i in 0..2 {
+        assert!(share(&m, i) <= 1.0 + 1e-9, "task {i}: {}", share(&m, i));
+    }
+}
+
+#[test]
+fn core_sched_never_lets_two_trust_groups_share_a_core() {
+    // Five tasks on two cores of two siblings, two trust labels (and untrusted-free tasks form a
+    // third group): no view ever shows a task beside one of another group, balancing included.
+    let mut s = set(&["a1", "a2", "b1", "b2", "plain"]);
+    for (i, label) in [(0, "a"), (1, "a"), (2, "b"), (3, "b")] {
+        s.tasks[i].trust = Some(label.into());
+    }
+    let policy = PolicyName::CoreSched
+        .build(&PolicyInputs::default())
+        .unwrap();
+    let m = run_flat(&s, policy, config(30.0, "0-3"));
+    for p in &m.periods[1..] {
+        for t in &p.view.tasks {
+            for c in &t.corunners {
+                let other = p.view.task(c.task).unwrap();
+                assert_eq!(
+                    t.trust, other.trust,
+                    "period {}: {} beside {}",
+                    p.view.index, t.label, other.label
+                );
+            }
+        }
+    }
+}

@@ -609,11 +609,14 @@ impl<'a> OsSim<'a> {
             self.advance(dt);
             self.now = t_next;
             self.task_events();
+            debug_assert!(self.consistent(), "after task events at {}", self.now);
             self.wake_ups();
+            debug_assert!(self.consistent(), "after wake-ups at {}", self.now);
             if self.now >= next_tick - 1e-6 {
                 self.tick += 1;
                 next_tick += self.tick_cycles;
                 self.on_tick();
+                debug_assert!(self.consistent(), "after the tick at {}", self.now);
                 if plan_period > 0 && self.tick.is_multiple_of(plan_period) {
                     let view = self.sched_view();
                     if let Some(h) = self.policy.linux24() {
@@ -629,6 +632,7 @@ impl<'a> OsSim<'a> {
                     self.schedule(c);
                 }
             }
+            debug_assert!(self.consistent(), "inconsistent at {}", self.now);
         }
         let mut stats = std::mem::take(&mut self.exited);
         stats.extend(
@@ -884,6 +888,31 @@ impl<'a> OsSim<'a> {
             Baseline::Linux24 => self.tick_linux24(),
             Baseline::Modern => self.tick_modern(),
         }
+    }
+
+    /// Every task runs on at most one CPU, agrees with it, and is queued nowhere while it runs.
+    fn consistent(&self) -> bool {
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if let Some(t) = cpu.current {
+                if self.tasks[t].running_on != Some(c) {
+                    eprintln!(
+                        "cpu {c} runs {t} whose running_on is {:?}",
+                        self.tasks[t].running_on
+                    );
+                    return false;
+                }
+            }
+            for &t in &cpu.queue {
+                if self.tasks[t].running_on.is_some() {
+                    eprintln!(
+                        "cpu {c} queues {t} running on {:?}",
+                        self.tasks[t].running_on
+                    );
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// The online CPUs that run a task, with the task.

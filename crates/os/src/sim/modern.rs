@@ -259,6 +259,12 @@ impl OsSim<'_> {
     /// `try_to_wake_up`: choose a CPU, place the task with its lag, and preempt the running task
     /// if the woken one should run first and the current one's slice is no longer protected.
     pub(super) fn wake_modern(&mut self, t: TaskId) {
+        // Woken before its CPU switched away from it: it is still there and stays (as Linux's
+        // `ttwu_runnable` leaves a task that is still on its CPU).
+        if let Some(c) = self.tasks[t].running_on {
+            self.cpus[c].need_resched = true;
+            return;
+        }
         let cpu = self.select_idle_sibling(t);
         let initial = self.tasks[t].switches_in == 0 && self.tasks[t].cpu_cycles == 0.0;
         self.enqueue(t, cpu, initial);
@@ -452,7 +458,7 @@ impl OsSim<'_> {
                 });
                 if let Some(d) = donor {
                     let t = self.cpus[d].current.expect("donor runs a task");
-                    if self.tasks[t].allowed[c] {
+                    if self.tasks[t].allowed[c] && self.tasks[t].state == State::Runnable {
                         self.switch_modern(d, None);
                         self.move_queued(t, d, c);
                         self.cpus[c].need_resched = true;
@@ -538,19 +544,26 @@ impl OsSim<'_> {
         let Some(t) = self.cpus[from].current else {
             return;
         };
-        if !self.tasks[t].allowed[to] || self.cpus[from].queue.is_empty() {
+        let runnable = self.tasks[t].state == State::Runnable;
+        if !runnable || !self.tasks[t].allowed[to] || self.cpus[from].queue.is_empty() {
             return;
         }
         let imbalance = (self.cpu_load(from) - self.cpu_load(to)) / 2.0;
         if self.load_now(t) / 2.0 > imbalance + EPS {
             return;
         }
-        let cands: Vec<TaskId> = self
-            .candidates(from)
-            .into_iter()
-            .filter(|&u| u != t)
-            .collect();
-        let next = self.pick_among(from, &cands);
+        // Under core scheduling the core picks again as a whole.
+        let next = if self.core_sched {
+            self.cpus[from].need_resched = true;
+            None
+        } else {
+            let cands: Vec<TaskId> = self
+                .candidates(from)
+                .into_iter()
+                .filter(|&u| u != t)
+                .collect();
+            self.pick_among(from, &cands)
+        };
         self.switch_modern(from, next);
         self.move_queued(t, from, to);
         self.cpus[to].balance_failed = 0;

@@ -67,7 +67,9 @@ impl OsSim<'_> {
     /// Accounts `dt` cycles of the current situation to the period.
     pub(super) fn account_period(&mut self, dt: f64) {
         for c in 0..self.cpus.len() {
-            if self.cpus[c].current.is_none() && self.cpus[c].forced_idle {
+            let in_window = self.now >= self.metrics.window.0;
+            let waiting = !self.cpus[c].queue.is_empty();
+            if in_window && self.cpus[c].current.is_none() && self.cpus[c].forced_idle && waiting {
                 self.metrics.forced_idle_cycles += dt;
             }
             let Some(t) = self.cpus[c].current else {
