@@ -133,11 +133,6 @@ impl Topology {
         self.core_of(cpu).and_then(|c| c.package)
     }
 
-    /// Index of the core holding `cpu` in [`Topology::cores`].
-    pub fn core_index(&self, cpu: u32) -> Option<usize> {
-        self.cores.iter().position(|c| c.cpus.contains(cpu))
-    }
-
     /// The largest cache level and the groups of CPUs sharing one instance of it (the machine's
     /// last-level cache domains). Without cache information: one domain per package.
     pub fn llc_domains(&self) -> Vec<CpuSet> {

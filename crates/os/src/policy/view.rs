@@ -64,12 +64,6 @@ pub struct TaskSample {
 }
 
 impl TaskSample {
-    /// Time it ran with no task on a sibling (the whole core to itself).
-    pub fn alone_ns(&self) -> u64 {
-        let shared: u64 = self.corunners.iter().map(|c| c.overlap_ns).sum();
-        self.cpu_ns.saturating_sub(shared)
-    }
-
     /// The co-runner it shared its core with for more than half of its CPU time, if one did.
     pub fn main_corunner(&self) -> Option<TaskKey> {
         self.corunners
