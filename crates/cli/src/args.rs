@@ -72,6 +72,11 @@ pub enum Command {
     ///
     /// Example: smtsched train windows -w thesis-train -o train.csv && smtsched train fit train.csv -o model.toml
     Train(crate::commands::train::TrainArgs),
+    /// Apply a policy to live processes: affinity, weights and core scheduling, sampled and
+    /// decided every period, every setting put back at the end (and after a crash).
+    ///
+    /// Example: smtsched agent run --policy plan --matrix pairs.json --tasks kernels.toml --duration 60
+    Agent(crate::commands::agent::AgentArgs),
 }
 
 #[derive(Args, Debug)]
@@ -265,7 +270,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "simulated")]
     pub oracle: String,
     /// Estimator for the policies: `thesis` (the Northwood regression), `perfect` (the oracle's
-    /// true PR), or a model FILE (JSON/TOML written by `smtsched train fit`).
+    /// true PR), `matrix:FILE` (a measured PR matrix looked up by each task's workload, as the
+    /// agent does without hardware counters), or a model FILE (JSON/TOML written by `smtsched
+    /// train fit`).
     #[arg(long, default_value = "thesis")]
     pub model: String,
     /// Cost of one estimate as a fraction of a tick (the thesis measured ~2% per tick).
@@ -289,6 +296,14 @@ pub struct RunArgs {
     /// Write per-task results as CSV.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
+    /// What decision views say of co-runners: `exact` (what the simulator knows) or `inferred`
+    /// (estimated from CPU time and last CPU, as the live agent must).
+    #[arg(long, default_value = "exact")]
+    pub corunners: String,
+    /// Write each decision period's view and decisions as JSON lines (the first policy's first
+    /// repetition; the format of `agent run --log`).
+    #[arg(long, value_name = "FILE")]
+    pub decisions: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]

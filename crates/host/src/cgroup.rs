@@ -8,7 +8,7 @@ use crate::error::{HostError, Result};
 use std::path::{Path, PathBuf};
 
 /// Which cgroup interface holds the `cpu` controller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum CgroupVersion {
     V1,
     V2,
@@ -18,6 +18,8 @@ pub enum CgroupVersion {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuController {
     pub version: CgroupVersion,
+    /// Where the hierarchy is mounted (a `/proc/PID/cgroup` path is relative to it).
+    pub mount: PathBuf,
     /// The directory groups are created in.
     pub base: PathBuf,
 }
@@ -87,6 +89,7 @@ impl CpuController {
                 if writable(&base) {
                     return Ok(CpuController {
                         version: CgroupVersion::V2,
+                        mount: mp.clone(),
                         base,
                     });
                 }
@@ -108,6 +111,7 @@ impl CpuController {
             if writable(&base) && base.join("cpu.shares").exists() {
                 return Ok(CpuController {
                     version: CgroupVersion::V1,
+                    mount: mp.clone(),
                     base,
                 });
             }
@@ -123,6 +127,67 @@ impl CpuController {
             "cgroup cpu weights unavailable: {}",
             why.join("; ")
         )))
+    }
+
+    /// The `cpu` controller of the hierarchy that `dir` (an existing cgroup directory) is in,
+    /// creating groups in `dir`. The error says what `dir` is not.
+    pub fn at(dir: &Path) -> Result<CpuController> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+            .map_err(|e| HostError::os("reading /proc/self/mountinfo", e))?;
+        if !dir.is_dir() {
+            return Err(HostError::bad(format!(
+                "cgroup {}: no such directory",
+                dir.display()
+            )));
+        }
+        let dir = dir
+            .canonicalize()
+            .map_err(|e| HostError::os(format!("resolving {}", dir.display()), e))?;
+        let mount = cgroup_mounts(&mountinfo)
+            .into_iter()
+            .filter(|(mp, _, _)| dir.starts_with(mp))
+            .max_by_key(|(mp, _, _)| mp.as_os_str().len());
+        let Some((mp, v2, opts)) = mount else {
+            return Err(HostError::bad(format!(
+                "{} is not inside a mounted cgroup hierarchy",
+                dir.display()
+            )));
+        };
+        let has_cpu = if v2 {
+            // The parent must offer `cpu` to its children (its own controllers list it).
+            std::fs::read_to_string(dir.join("cgroup.controllers"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .any(|c| c == "cpu")
+        } else {
+            opts.iter().any(|o| o == "cpu")
+        };
+        if !has_cpu {
+            return Err(HostError::Unsupported(format!(
+                "cgroup {} is in a hierarchy without the cpu controller",
+                dir.display()
+            )));
+        }
+        if !writable(&dir) {
+            return Err(HostError::Unsupported(format!(
+                "cgroup {} is not writable by this user",
+                dir.display()
+            )));
+        }
+        Ok(CpuController {
+            version: if v2 {
+                CgroupVersion::V2
+            } else {
+                CgroupVersion::V1
+            },
+            mount: mp,
+            base: dir,
+        })
+    }
+
+    /// The directory of a cgroup path as `/proc/PID/cgroup` gives it.
+    pub fn path_of(&self, cgroup: &str) -> PathBuf {
+        self.mount.join(cgroup.trim_start_matches('/'))
     }
 
     /// The directory this process's groups live in.
@@ -231,6 +296,47 @@ impl Cgroup {
             .parse()
             .map_err(|_| HostError::Child(format!("{}: {text:?} is not a number", p.display())))?;
         Ok((v * 100.0 / scale).round() as u32)
+    }
+
+    /// A child group whose threads may come from processes outside it: on cgroup v2 a threaded
+    /// group (`cgroup.type`), on v1 any group.
+    pub fn threaded_child(&self, name: &str) -> Result<Cgroup> {
+        let g = self.child(name)?;
+        if self.version == CgroupVersion::V2 {
+            if let Err(e) = write(&g.path.join("cgroup.type"), "threaded") {
+                let _ = g.remove();
+                return Err(e);
+            }
+        }
+        Ok(g)
+    }
+
+    /// Sets the group's weight in load-weight units (nice 0 = 1024): `cpu.shares` on v1;
+    /// `cpu.weight` on v2, or `cpu.idle` for `SCHED_IDLE`'s weight where the kernel has it.
+    pub fn set_load_weight(&self, weight: u32, idle: bool) -> Result<()> {
+        match self.version {
+            CgroupVersion::V1 => write(
+                &self.path.join("cpu.shares"),
+                &weight.clamp(2, 262_144).to_string(),
+            ),
+            CgroupVersion::V2 => {
+                let idle_file = self.path.join("cpu.idle");
+                if idle_file.exists() {
+                    write(&idle_file, if idle { "1" } else { "0" })?;
+                }
+                let w = ((weight as u64 * 100 + 512) / 1024).clamp(1, 10_000);
+                write(&self.path.join("cpu.weight"), &w.to_string())
+            }
+        }
+    }
+
+    /// Moves one thread into the group (`tasks` on v1, `cgroup.threads` on v2).
+    pub fn attach_thread(&self, tid: i32) -> Result<()> {
+        let file = match self.version {
+            CgroupVersion::V1 => "tasks",
+            CgroupVersion::V2 => "cgroup.threads",
+        };
+        write(&self.path.join(file), &tid.to_string())
     }
 
     /// Moves process `pid` (all its threads) into the group.

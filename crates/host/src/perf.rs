@@ -203,6 +203,8 @@ pub enum Target {
     Process(i32),
     /// Everything that runs on one logical CPU (needs root or `perf_event_paranoid` <= 0).
     Cpu(u32),
+    /// One thread only (not the threads it creates): the agent's per-task counters.
+    Thread(i32),
 }
 
 /// Whether an event could be opened.
@@ -393,6 +395,7 @@ fn open_event(
             Target::SelfAndDescendants => vec![None],
             Target::Process(_) => threads.iter().map(|&t| Some(t)).collect(),
             Target::Cpu(_) => vec![None],
+            Target::Thread(tid) => vec![Some(tid)],
         };
         for pid in pids {
             let mut b = Builder::new(Software::DUMMY);
@@ -407,6 +410,9 @@ fn open_event(
                 }
                 Target::Cpu(cpu) => {
                     b.any_pid().one_cpu(cpu as usize);
+                }
+                Target::Thread(tid) => {
+                    b.observe_pid(tid).any_cpu();
                 }
             }
             match b.build() {

@@ -50,6 +50,7 @@ pub fn simulate(
             let mut cfg = base.clone();
             cfg.seed = base.seed + r as u64;
             cfg.record_timeline = base.record_timeline && p == 0 && r == 0;
+            cfg.record_periods = base.record_periods && p == 0 && r == 0;
             let policy = policies[p].build(&inputs)?;
             OsSim::new(m, oracle, set, policy, cfg).map(|s| s.run())
         })

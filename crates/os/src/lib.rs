@@ -5,6 +5,7 @@
 
 pub mod estimate;
 pub mod experiment;
+pub mod matrix_estimate;
 pub mod metrics;
 pub mod oracle;
 pub mod policy;
@@ -12,8 +13,9 @@ pub mod sim;
 pub mod taskset;
 
 pub use estimate::LinearModel;
+pub use matrix_estimate::MatrixEstimates;
 pub use metrics::{Metrics, Summary};
 pub use oracle::{MeasuredOracle, Occupant, Oracle, SimulatedOracle};
 pub use policy::{Policy, PolicyName};
-pub use sim::{Baseline, Estimator, OsSim, SimConfig};
+pub use sim::{Baseline, Corunners, Estimator, OsSim, SimConfig};
 pub use taskset::{TaskSetSpec, TaskSpec};

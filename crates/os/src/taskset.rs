@@ -66,6 +66,11 @@ pub struct TaskSpec {
     /// share its core.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust: Option<String>,
+    /// What the live agent launches for this task (`smtsched agent run --tasks FILE`), labelled
+    /// by `workload`; the simulator runs the workload model instead. When absent and `workload`
+    /// names a built-in kernel (`smtsched host kernels`), the agent runs that kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
 }
 
 fn default_run_seconds() -> f64 {
@@ -107,6 +112,7 @@ impl TaskSpec {
             cpus: None,
             group: None,
             trust: None,
+            command: None,
         }
     }
 

@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod agent;
 mod bench;
 pub mod cachemodel;
 mod corun;
@@ -103,6 +104,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Measure(a) => host::run_measure(a),
         Command::Cachemodel(a) => cachemodel::run(a),
         Command::Train(a) => train::run(a),
+        Command::Agent(a) => agent::run(a),
     }
 }
 

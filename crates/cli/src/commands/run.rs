@@ -7,7 +7,8 @@ use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_workload, CpuSet, PrMatrix, WorkloadProfile};
 use smtsched_os::experiment::{perfetto_of, policy_table, simulate, task_table, timeline_svg_of};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
-use smtsched_os::sim::{Baseline, Estimator, SimConfig};
+use smtsched_os::policy::DecisionRecord;
+use smtsched_os::sim::{Baseline, Corunners, Estimator, SimConfig};
 use smtsched_os::taskset::{load_taskset, TaskSetSpec};
 use smtsched_os::{LinearModel, PolicyName};
 use std::path::Path;
@@ -27,24 +28,31 @@ pub fn task_set(text: &str) -> Result<TaskSetSpec> {
     Ok(TaskSetSpec::of_workloads(&names))
 }
 
+/// A counter model file (JSON or TOML, as `train fit` writes it).
+pub fn load_linear_model(file: &str) -> Result<LinearModel> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| bad_input(format!("--model {file}: {e}")))?;
+    let m: LinearModel = if file.ends_with(".toml") {
+        toml::from_str(&text).map_err(|e| bad_input(format!("--model {file}: {}", e.message())))?
+    } else {
+        serde_json::from_str(&text).map_err(|e| bad_input(format!("--model {file}: {e}")))?
+    };
+    m.validate()
+        .map_err(|e| bad_input(format!("--model {file}: {e}")))?;
+    Ok(m)
+}
+
 pub fn estimator(model: &str) -> Result<Estimator> {
     Ok(match model {
         "thesis" | "thesis-northwood" => Estimator::Model(LinearModel::thesis_northwood()),
         "perfect" => Estimator::Perfect,
-        file => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| bad_input(format!("--model {file}: {e}")))?;
-            let m: LinearModel = if file.ends_with(".toml") {
-                toml::from_str(&text)
-                    .map_err(|e| bad_input(format!("--model {file}: {}", e.message())))?
-            } else {
-                serde_json::from_str(&text)
-                    .map_err(|e| bad_input(format!("--model {file}: {e}")))?
-            };
-            m.validate()
-                .map_err(|e| bad_input(format!("--model {file}: {e}")))?;
-            Estimator::Model(m)
+        spec if spec.starts_with("matrix:") => {
+            let file = &spec["matrix:".len()..];
+            let m = smtsched_os::MatrixEstimates::load(std::path::Path::new(file))
+                .map_err(|e| bad_input(format!("--model matrix:{e}")))?;
+            Estimator::Matrix(std::sync::Arc::new(m))
         }
+        file => Estimator::Model(load_linear_model(file)?),
     })
 }
 
@@ -129,6 +137,16 @@ pub fn run(a: RunArgs) -> Result<()> {
     cfg.estimator = estimator(&a.model)?;
     cfg.estimate_cost_ticks = a.estimate_cost;
     cfg.record_timeline = a.timeline.is_some() || a.timeline_svg.is_some() || a.trace.is_some();
+    cfg.record_periods = a.decisions.is_some();
+    cfg.corunners = match a.corunners.as_str() {
+        "exact" => Corunners::Exact,
+        "inferred" => Corunners::Inferred,
+        other => {
+            return Err(bad_input(format!(
+                "--corunners {other:?}: expected exact or inferred"
+            )))
+        }
+    };
     let started = std::time::Instant::now();
     let results = simulate(&m, oracle.as_ref(), &set, &policies, a.repeat, &cfg).map_err(|e| {
         if Path::new(&a.tasks).is_file() {
@@ -155,6 +173,15 @@ pub fn run(a: RunArgs) -> Result<()> {
         let title = format!("{} on {} ({})", results[0].policy, m.name, a.baseline);
         let trace = perfetto_of(r, &m, &title);
         write_file(p, (serde_json::to_string(&trace)? + "\n").as_bytes())?;
+    }
+    if let Some(p) = &a.decisions {
+        let mut text = String::new();
+        for rec in &results[0].runs[0].periods {
+            let line = DecisionRecord::new(&rec.view, &rec.decisions);
+            text.push_str(&serde_json::to_string(&line)?);
+            text.push('\n');
+        }
+        write_file(p, text.as_bytes())?;
     }
     if let Some(p) = &a.csv {
         let mut csv = String::from(

@@ -397,8 +397,8 @@ fn model_text(m: &LinearModel, path: &Path) -> Result<String> {
 fn load_model(spec: &str) -> Result<LinearModel> {
     match estimator(spec)? {
         Estimator::Model(m) => Ok(m),
-        Estimator::Perfect => Err(bad_input(format!(
-            "--model {spec}: the perfect estimate needs the true PR; name a model file or thesis"
+        Estimator::Perfect | Estimator::Matrix(_) => Err(bad_input(format!(
+            "--model {spec}: not a counter model; name a model file or thesis"
         ))),
     }
 }

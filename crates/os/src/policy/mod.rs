@@ -15,12 +15,14 @@
 pub mod balance_set;
 mod basic;
 mod core_sched;
+pub mod corunners;
 pub mod decision;
 pub mod di;
 mod fair;
 mod gang;
 mod ipc;
 pub mod linux24;
+pub mod log;
 mod optimal;
 pub mod pairing;
 mod plan;
@@ -31,6 +33,7 @@ pub mod view;
 
 pub use decision::{Applied, CoreGroup, Decisions, TaskDecision, Weight};
 pub use linux24::{Estimates, Goodness, Linux24Hooks, SchedView, TaskView, GANG_BONUS};
+pub use log::DecisionRecord;
 pub use optimal::PairTruth;
 pub use view::{Corunner, PeriodView, TaskKey, TaskSample};
 

@@ -68,6 +68,9 @@ pub enum Estimator {
     Model(LinearModel),
     /// The oracle's true PR: what a perfect estimator would say.
     Perfect,
+    /// A measured PR matrix looked up by each task's workload name (what the agent uses on a
+    /// machine without hardware counters).
+    Matrix(std::sync::Arc<crate::matrix_estimate::MatrixEstimates>),
 }
 
 #[derive(Clone, Debug)]
@@ -90,6 +93,19 @@ pub struct SimConfig {
     pub record_timeline: bool,
     /// Keep every period's view and the policy's decisions in the metrics.
     pub record_periods: bool,
+    /// What decision views say of co-runners.
+    pub corunners: Corunners,
+}
+
+/// What the views a policy decides from say of co-runners.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Corunners {
+    /// Exactly who ran beside whom, and for how long (only a simulator knows).
+    #[default]
+    Exact,
+    /// Estimated from CPU time and last CPU, as the live agent must
+    /// ([`crate::policy::corunners::infer_corunners`]).
+    Inferred,
 }
 
 impl SimConfig {
@@ -105,6 +121,7 @@ impl SimConfig {
             cpus: None,
             record_timeline: false,
             record_periods: false,
+            corunners: Corunners::Exact,
         }
     }
 }
@@ -1041,6 +1058,15 @@ impl<'a> OsSim<'a> {
         let me = self.rates[cpu].expect("estimating a running task");
         match &self.config.estimator {
             Estimator::Perfect => me.pr,
+            Estimator::Matrix(m) => {
+                let own = self.workload_name(self.cpus[cpu].current.expect("running"));
+                let back = self
+                    .siblings(cpu)
+                    .iter()
+                    .find_map(|&s| self.cpus[s].current)
+                    .map(|u| self.workload_name(u));
+                back.and_then(|b| m.pair(own, b)).unwrap_or(1.0)
+            }
             Estimator::Model(m) => {
                 let back = self
                     .siblings(cpu)
@@ -1051,6 +1077,12 @@ impl<'a> OsSim<'a> {
                 m.estimate(&me.epc, &back)
             }
         }
+    }
+
+    /// The workload a task runs (its task-set entry's `workload`): the label of a measured PR
+    /// matrix.
+    fn workload_name(&self, t: TaskId) -> &str {
+        &self.specs[self.tasks[t].bench].workload
     }
 
     /// A task's weight as the present-day scheduler uses it: its own, or within its group its

@@ -292,9 +292,8 @@ impl OsSim<'_> {
     /// CPU (or the allowed CPU with the shortest queue).
     pub(super) fn select_idle_sibling(&self, t: TaskId) -> CpuId {
         let allowed = |c: CpuId| self.online[c] && self.tasks[t].allowed[c];
-        let idle = |c: CpuId| {
-            allowed(c) && self.cpus[c].current.is_none() && self.cpus[c].queue.is_empty()
-        };
+        // A CPU running only SCHED_IDLE-weight tasks counts as idle (`sched_idle_cpu`).
+        let idle = |c: CpuId| allowed(c) && self.sched_idle_cpu(c);
         let prev = self.tasks[t].last_cpu.filter(|&c| allowed(c));
         let core_idle = |c: CpuId| {
             idle(c)
@@ -321,6 +320,15 @@ impl OsSim<'_> {
                 .min_by_key(|&c| self.cpus[c].queue.len())
                 .expect("an allowed CPU")
         })
+    }
+
+    /// Idle, or running and queueing only tasks of `SCHED_IDLE`'s weight: the kernel's
+    /// `sched_idle_cpu()` (or `available_idle_cpu()`), which wake-up placement treats as idle
+    /// and whose balancing runs at the idle interval.
+    pub(super) fn sched_idle_cpu(&self, c: CpuId) -> bool {
+        let idle_weight = |t: TaskId| self.tasks[t].weight == crate::policy::Weight::IDLE;
+        self.cpus[c].current.is_none_or(idle_weight)
+            && self.cpus[c].queue.iter().all(|&t| idle_weight(t))
     }
 
     pub(super) fn tick_modern(&mut self) {
@@ -488,7 +496,15 @@ impl OsSim<'_> {
             } else {
                 (2.0 * cpu.balance_interval_ms.max(sd_weight_ms)).min(2.0 * sd_weight_ms)
             };
-            let ticks = (cpu.balance_interval_ms * BUSY_FACTOR * 1e-3 * self.config.hz).round();
+            // A CPU counts as busy unless it runs only SCHED_IDLE work (`sched_balance_domains`:
+            // `busy = idle != CPU_IDLE && !sched_idle_cpu(cpu)`).
+            let factor = if self.sched_idle_cpu(c) {
+                1.0
+            } else {
+                BUSY_FACTOR
+            };
+            let cpu = &mut self.cpus[c];
+            let ticks = (cpu.balance_interval_ms * factor * 1e-3 * self.config.hz).round();
             // Give or take a tick: the kernel's balancing softirq is not phase-locked to the
             // tasks' slices, and a model that is would always find the same task waiting.
             self.cpus[c].next_balance_tick =
@@ -577,6 +593,12 @@ impl OsSim<'_> {
         let new = self.effective_weight(t);
         if new == old {
             return;
+        }
+        // The load average is a weight times a runnable fraction: the kernel recomputes it at
+        // the new weight at once (`reweight_entity` → `update_load_avg`'s `load_sum` ×
+        // weight), so a task dropped to SCHED_IDLE's weight stops weighing on its CPU.
+        if old > 0.0 {
+            self.tasks[t].load_avg *= new / old;
         }
         let cpu = self.tasks[t]
             .running_on

@@ -118,6 +118,8 @@ impl OsSim<'_> {
         }
         Some(match &self.config.estimator {
             Estimator::Perfect => acc.pr / acc.cpu_cycles,
+            // From the view's co-runners, once every sample is built.
+            Estimator::Matrix(_) => return None,
             Estimator::Model(m) => m.estimate(
                 &acc.epc.divided(acc.cpu_cycles),
                 &acc.back.divided(acc.cpu_cycles),
@@ -174,6 +176,24 @@ impl OsSim<'_> {
                 pr_estimate,
             });
         }
+        samples.sort_by_key(|s| s.key);
+        if self.config.corunners == super::Corunners::Inferred {
+            let length_ns = self.ns(self.periods.cycles);
+            crate::policy::corunners::infer_corunners(&mut samples, &self.topology, length_ns);
+        }
+        if let (Estimator::Matrix(m), true) = (&self.config.estimator, needs_estimates) {
+            let workloads: std::collections::BTreeMap<TaskKey, String> = live
+                .iter()
+                .map(|&t| (self.key(t), self.workload_name(t).to_string()))
+                .collect();
+            let label_of = |k: TaskKey| workloads.get(&k).cloned();
+            for s in samples.iter_mut() {
+                s.pr_estimate = m.estimate(s, &label_of);
+                if s.pr_estimate.is_some() {
+                    estimated.push(s.last_cpu.unwrap_or(0) as usize);
+                }
+            }
+        }
         for cpu in estimated {
             self.charge_estimate(cpu, 1);
         }
@@ -185,7 +205,6 @@ impl OsSim<'_> {
                 acc.runnable_since = Some(self.now);
             }
         }
-        samples.sort_by_key(|s| s.key);
         self.periods.index += 1;
         PeriodView {
             index: self.periods.index,
@@ -270,6 +289,16 @@ impl OsSim<'_> {
                     if affinity_changed {
                         self.enforce_affinity_linux24(t);
                     }
+                }
+            }
+        }
+        if self.config.baseline == Baseline::Modern {
+            // A CPU left with only SCHED_IDLE-weight work balances at the next tick (the kernel
+            // sets `rq->next_balance = jiffies` when a runqueue turns sched-idle).
+            for c in 0..self.cpus.len() {
+                if self.online[c] && self.cpus[c].current.is_some() && self.sched_idle_cpu(c) {
+                    let next = &mut self.cpus[c].next_balance_tick;
+                    *next = (*next).min(self.tick + 1);
                 }
             }
         }

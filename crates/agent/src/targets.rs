@@ -1,0 +1,199 @@
+//! Which processes the agent manages: commands it launches, processes given by PID, and every
+//! process of a cgroup — with all their threads, and the children they start. Each process is
+//! known by its pid and start time, so a reused pid is never mistaken for it.
+
+use crate::error::{AgentError, Result};
+use crate::proc;
+use smtsched_model::CpuSet;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// A command to launch and manage.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    /// What it runs (the key of a measured PR matrix).
+    pub label: String,
+    pub trust: Option<String>,
+    /// Its own nice level and CPUs, set before it starts.
+    pub nice: i32,
+    pub cpus: Option<CpuSet>,
+    /// A built-in kernel: its standard output (run reports) is discarded, and it runs in a
+    /// process group of its own (it stops its whole group on SIGTERM).
+    pub builtin: bool,
+}
+
+/// A running process the user named.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PidTarget {
+    pub pid: i32,
+    pub label: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Targets {
+    pub launch: Vec<Launch>,
+    pub pids: Vec<PidTarget>,
+    pub cgroups: Vec<PathBuf>,
+}
+
+/// A process the agent watches for threads and children.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Root {
+    pub pid: i32,
+    pub start_time: u64,
+    pub label: String,
+    pub trust: Option<String>,
+}
+
+impl Root {
+    pub fn alive(&self) -> bool {
+        proc::process_stat(self.pid)
+            .is_some_and(|s| s.start_time == self.start_time && s.state != b'Z')
+    }
+}
+
+/// Whether this process may change process `pid`: the kernel's rule for `sched_setaffinity`
+/// (our effective uid is its real or effective uid), or root with `allow_others`.
+pub fn may_control(pid: i32, allow_others: bool) -> std::result::Result<(), String> {
+    let Some((uid, euid)) = proc::uids(pid) else {
+        return Err(format!("process {pid} does not exist"));
+    };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if me == uid || me == euid {
+        return Ok(());
+    }
+    if me == 0 && allow_others {
+        return Ok(());
+    }
+    Err(if me == 0 {
+        format!("process {pid} belongs to uid {uid}, not root: pass --allow-others to manage other users' processes")
+    } else {
+        format!(
+            "process {pid} belongs to uid {uid}; this agent runs as uid {me} and may not change it"
+        )
+    })
+}
+
+/// Checks the named PIDs and cgroups before anything starts.
+pub fn check(targets: &Targets, allow_others: bool) -> Result<()> {
+    for p in &targets.pids {
+        if p.pid <= 0 {
+            return Err(AgentError::bad(format!(
+                "--pid {}: not a process id",
+                p.pid
+            )));
+        }
+        may_control(p.pid, allow_others)
+            .map_err(|e| AgentError::bad(format!("--pid {}: {e}", p.pid)))?;
+    }
+    for c in &targets.cgroups {
+        if !c.join("cgroup.procs").is_file() {
+            return Err(AgentError::bad(format!(
+                "--cgroup {}: not a cgroup directory (no cgroup.procs)",
+                c.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Starts a command; returns the child and its root record.
+pub fn launch(l: &Launch) -> Result<(Child, Root)> {
+    let exe = smtsched_host::looper::resolve_command(&l.argv)?;
+    let mut cmd = Command::new(exe);
+    cmd.args(&l.argv[1..]).stdin(Stdio::null());
+    if l.builtin {
+        cmd.stdout(Stdio::null()).process_group(0);
+    }
+    let nice = l.nice;
+    let cpus = l.cpus.clone();
+    // SAFETY: the closure calls only async-signal-safe system calls (setpriority,
+    // sched_setaffinity) on the child itself.
+    unsafe {
+        cmd.pre_exec(move || {
+            if nice != 0 && libc::setpriority(libc::PRIO_PROCESS, 0, nice) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(c) = &cpus {
+                let mut mask: libc::cpu_set_t = std::mem::zeroed();
+                for cpu in c.iter() {
+                    libc::CPU_SET(cpu as usize, &mut mask);
+                }
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| AgentError::os(format!("starting {}", l.argv.join(" ")), e))?;
+    let pid = child.id() as i32;
+    let start_time = proc::process_stat(pid).map_or(0, |s| s.start_time);
+    Ok((
+        child,
+        Root {
+            pid,
+            start_time,
+            label: l.label.clone(),
+            trust: l.trust.clone(),
+        },
+    ))
+}
+
+/// The root of a named PID (label: given, or its command name).
+pub fn root_of_pid(p: &PidTarget) -> Option<Root> {
+    let stat = proc::process_stat(p.pid)?;
+    Some(Root {
+        pid: p.pid,
+        start_time: stat.start_time,
+        label: p.label.clone().unwrap_or_else(|| proc::comm(p.pid)),
+        trust: None,
+    })
+}
+
+/// Every process of a cgroup now, each labelled by its command name.
+pub fn cgroup_members(dir: &std::path::Path) -> Vec<Root> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = proc::process_stat(pid)?;
+            Some(Root {
+                pid,
+                start_time: stat.start_time,
+                label: proc::comm(pid),
+                trust: None,
+            })
+        })
+        .collect()
+}
+
+/// The roots and all their descendants, each child labelled as its parent.
+pub fn with_descendants(roots: &[Root]) -> Vec<Root> {
+    let mut out: Vec<Root> = Vec::new();
+    let mut queue: Vec<Root> = roots.iter().filter(|r| r.alive()).cloned().collect();
+    while let Some(r) = queue.pop() {
+        if out.iter().any(|o| o.pid == r.pid) {
+            continue;
+        }
+        for child in proc::children(r.pid) {
+            if let Some(stat) = proc::process_stat(child) {
+                queue.push(Root {
+                    pid: child,
+                    start_time: stat.start_time,
+                    label: r.label.clone(),
+                    trust: r.trust.clone(),
+                });
+            }
+        }
+        out.push(r);
+    }
+    out.sort_by_key(|r| r.pid);
+    out
+}
