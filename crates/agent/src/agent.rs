@@ -29,6 +29,9 @@ pub const DISCOVERY_INTERVAL: Duration = Duration::from_secs(1);
 /// After forwarding SIGINT or SIGTERM to launched commands, how long to wait for them.
 pub const CHILD_GRACE: Duration = Duration::from_secs(5);
 
+/// How long built-in kernels may take to prepare their data before the first period.
+pub const BUILTIN_READY_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Where PR estimates come from.
 #[derive(Clone, Debug)]
 pub enum EstimateSource {
@@ -207,19 +210,20 @@ impl Agent {
         } else {
             Vec::new()
         };
-        let state = StateStore::new(&cfg.state_dir, cgroup_record).map_err(|e| {
+        let mut state = StateStore::new(&cfg.state_dir, cgroup_record).map_err(|e| {
             AgentError::os(
                 format!("creating the state directory {}", cfg.state_dir.display()),
                 e,
             )
         })?;
-        state
-            .save()
-            .map_err(|e| AgentError::os(format!("writing {}", state.path.display()), e))?;
         let socket_path = cfg
             .socket
             .clone()
             .unwrap_or_else(|| state.path.with_extension("sock"));
+        state.state.socket = Some(socket_path.clone());
+        state
+            .save()
+            .map_err(|e| AgentError::os(format!("writing {}", state.path.display()), e))?;
         let status: SharedStatus = Arc::new(Mutex::new(Status::default()));
         let server = StatusServer::start(&socket_path, status.clone())
             .map_err(|e| AgentError::os(format!("listening on {}", socket_path.display()), e))?;
@@ -280,6 +284,12 @@ impl Agent {
                 }
             }
         }
+        if let Err(e) = targets::await_ready(&mut agent.children, BUILTIN_READY_TIMEOUT) {
+            agent.stop_children(libc::SIGTERM);
+            agent.finish();
+            return Err(e);
+        }
+        agent.started = Instant::now();
         agent.discover();
         agent.publish(&[], &Decisions::none(), 0);
         observe::sd_notify("READY=1");

@@ -206,9 +206,7 @@ pub fn start_metrics(
             for mut conn in listener.incoming().flatten() {
                 let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
                 let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
-                let mut head = [0u8; 1024];
-                let n = conn.read(&mut head).unwrap_or(0);
-                let line = String::from_utf8_lossy(&head[..n]);
+                let line = read_request_head(&mut conn);
                 let reply = if line.starts_with("GET /metrics ") || line.starts_with("GET /metrics?") {
                     let body = render_metrics(&status.lock().expect("status lock"));
                     format!(
@@ -222,6 +220,20 @@ pub fn start_metrics(
             }
         })?;
     Ok(bound)
+}
+
+/// The head of an HTTP request (up to its blank line, at most 8 KiB): read whole, so that
+/// closing the connection after the reply does not reset it under the client.
+fn read_request_head(conn: &mut std::net::TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while head.len() < 8192 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&head).into_owned()
 }
 
 /// Tells systemd (a `Type=notify` unit) a state such as `READY=1`, if it started us.

@@ -49,6 +49,9 @@ pub struct StateFile {
     pub agent_start_time: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<CgroupRecord>,
+    /// The agent's status socket (removed with the file by whoever restores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
     pub threads: Vec<ThreadRecord>,
 }
 
@@ -94,6 +97,7 @@ impl StateStore {
                 agent_pid: pid,
                 agent_start_time: start,
                 cgroup,
+                socket: None,
                 threads: Vec::new(),
             },
         })
@@ -212,6 +216,9 @@ pub fn restore_stale(dir: &Path) -> Vec<Result<RestoreReport, String>> {
             continue;
         }
         let report = restore(&state, &path);
+        if let Some(sock) = &state.socket {
+            let _ = std::fs::remove_file(sock);
+        }
         if report.errors.is_empty() {
             let _ = std::fs::remove_file(&path);
         }

@@ -19,8 +19,9 @@ pub struct Launch {
     /// Its own nice level and CPUs, set before it starts.
     pub nice: i32,
     pub cpus: Option<CpuSet>,
-    /// A built-in kernel: its standard output (run reports) is discarded, and it runs in a
-    /// process group of its own (it stops its whole group on SIGTERM).
+    /// A built-in kernel (`smtsched host loop`): it runs in a process group of its own (it stops
+    /// its whole group on SIGTERM), the agent waits for its `ready` report (its data prepared)
+    /// before the first period, and its run reports are discarded.
     pub builtin: bool,
 }
 
@@ -106,7 +107,7 @@ pub fn launch(l: &Launch) -> Result<(Child, Root)> {
     let mut cmd = Command::new(exe);
     cmd.args(&l.argv[1..]).stdin(Stdio::null());
     if l.builtin {
-        cmd.stdout(Stdio::null()).process_group(0);
+        cmd.stdout(Stdio::piped()).process_group(0);
     }
     let nice = l.nice;
     let cpus = l.cpus.clone();
@@ -143,6 +144,52 @@ pub fn launch(l: &Launch) -> Result<(Child, Root)> {
             trust: l.trust.clone(),
         },
     ))
+}
+
+/// Waits until every built-in kernel among `children` has reported `ready` (at most
+/// `timeout`), then discards what they write. An error names the first that did not.
+pub fn await_ready(children: &mut [Child], timeout: std::time::Duration) -> Result<()> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut waiting = 0;
+    for c in children.iter_mut() {
+        let Some(out) = c.stdout.take() else {
+            continue;
+        };
+        waiting += 1;
+        let tx = tx.clone();
+        let pid = c.id();
+        std::thread::spawn(move || {
+            let mut lines = std::io::BufReader::new(out);
+            let mut first = String::new();
+            let ok = lines.read_line(&mut first).is_ok() && first.contains("\"ready\"");
+            let _ = tx.send((pid, ok, first));
+            let _ = std::io::copy(&mut lines, &mut std::io::sink());
+        });
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    for _ in 0..waiting {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((_, true, _)) => {}
+            Ok((pid, false, said)) => {
+                return Err(AgentError::os(
+                    format!(
+                        "built-in kernel {pid} did not start (it said {:?})",
+                        said.trim()
+                    ),
+                    std::io::Error::other("not ready"),
+                ))
+            }
+            Err(_) => {
+                return Err(AgentError::os(
+                    "waiting for the built-in kernels to prepare their data",
+                    std::io::Error::from(std::io::ErrorKind::TimedOut),
+                ))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The root of a named PID (label: given, or its command name).

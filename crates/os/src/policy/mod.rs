@@ -25,7 +25,7 @@ pub mod linux24;
 pub mod log;
 mod optimal;
 pub mod pairing;
-mod plan;
+pub mod plan;
 mod smt_default;
 mod sos;
 mod tryhard;
