@@ -82,13 +82,29 @@ pub enum StopReason {
     },
 }
 
+/// One thread over the whole run (up to its last sample).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TaskSummary {
+    pub pid: i32,
+    pub tid: i32,
+    pub label: String,
+    pub cpu_s: f64,
+    pub wait_s: f64,
+    /// Its CPU time as a share of one CPU over the time the agent managed it.
+    pub cpu_share: f64,
+}
+
 /// What a run of the agent did.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AgentReport {
     pub stop: StopReason,
+    pub tasks: Vec<TaskSummary>,
     pub periods: u64,
     pub wall_s: f64,
     pub agent_cpu_s: f64,
+    /// Of which in user mode and in the kernel (reading `/proc`, setting affinity…).
+    pub agent_user_s: f64,
+    pub agent_system_s: f64,
     pub changes: u64,
     pub errors: u64,
     pub restore: RestoreReport,
@@ -97,6 +113,7 @@ pub struct AgentReport {
 /// What the agent knows of one thread it manages.
 struct Managed {
     sampled: Sampled,
+    adopted: Instant,
     original: Settings,
     /// What it has now: affinity, weight, core group.
     affinity: CpuSet,
@@ -119,6 +136,14 @@ pub struct Agent {
     roots: Vec<Root>,
     processes: Vec<Root>,
     threads: BTreeMap<TaskKey, Managed>,
+    /// The ids of `threads`.
+    tids: BTreeSet<u32>,
+    /// Processes (pid, start time) found controllable.
+    controlled: BTreeSet<(i32, u64)>,
+    /// Why counters are not used, or how many events are.
+    counters_note: String,
+    /// Threads no longer managed, summarised.
+    done: Vec<TaskSummary>,
     refused: BTreeSet<i32>,
     status: SharedStatus,
     log: Option<std::io::BufWriter<std::fs::File>>,
@@ -134,11 +159,17 @@ pub struct Agent {
 
 /// The caller's CPU time (user + system, all threads), seconds.
 pub fn own_cpu_s() -> f64 {
+    let (user, system) = own_user_system_s();
+    user + system
+}
+
+/// The caller's user and system CPU time (all threads), seconds.
+pub fn own_user_system_s() -> (f64, f64) {
     // SAFETY: `ru` is a valid rusage to write into.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
-    t(ru.ru_utime) + t(ru.ru_stime)
+    (t(ru.ru_utime), t(ru.ru_stime))
 }
 
 impl Agent {
@@ -210,6 +241,7 @@ impl Agent {
         } else {
             Vec::new()
         };
+        let events_len = events.len();
         let mut state = StateStore::new(&cfg.state_dir, cgroup_record).map_err(|e| {
             AgentError::os(
                 format!("creating the state directory {}", cfg.state_dir.display()),
@@ -254,6 +286,14 @@ impl Agent {
             roots: Vec::new(),
             processes: Vec::new(),
             threads: BTreeMap::new(),
+            tids: BTreeSet::new(),
+            controlled: BTreeSet::new(),
+            counters_note: match (&pmu, events_len) {
+                (Err(why), _) => why.clone(),
+                (Ok(()), 0) => "not used by this policy".into(),
+                (Ok(()), n) => format!("{n} hardware events per thread"),
+            },
+            done: Vec::new(),
             refused: BTreeSet::new(),
             status,
             log,
@@ -346,13 +386,19 @@ impl Agent {
             self.stop_children(libc::SIGTERM);
         }
         let wall_s = self.started.elapsed().as_secs_f64();
+        let mut tasks = std::mem::take(&mut self.done);
+        tasks.extend(self.threads.iter().map(|(k, m)| summary(*k, m)));
+        tasks.sort_by_key(|t| t.tid);
         let restore = self.finish();
         observe::sd_notify("STOPPING=1");
         AgentReport {
             stop: reason,
+            tasks,
             periods: self.periods,
             wall_s,
             agent_cpu_s: own_cpu_s(),
+            agent_user_s: own_user_system_s().0,
+            agent_system_s: own_user_system_s().1,
             changes: self.changes,
             errors: self.errors,
             restore,
@@ -378,8 +424,19 @@ impl Agent {
             if now >= t {
                 return None;
             }
-            std::thread::sleep((t - now).min(Duration::from_millis(50)));
+            // Signals set a flag, looked at after each sleep: a stop waits at most this long.
+            std::thread::sleep((t - now).min(Duration::from_millis(250)));
         }
+    }
+
+    /// Whether a root process is still the one it was: cheap when its main thread was sampled
+    /// in the last period.
+    fn alive(&self, r: &Root) -> bool {
+        let main = TaskKey {
+            pid: r.pid as u32,
+            start_time: r.start_time,
+        };
+        self.threads.contains_key(&main) || r.alive()
     }
 
     /// Whether everything the agent was started for has exited.
@@ -400,35 +457,58 @@ impl Agent {
             });
         }
         let watching_cgroup = !self.cfg.targets.cgroups.is_empty();
-        (!watching_cgroup && self.threads.is_empty() && !self.roots.iter().any(Root::alive))
+        (!watching_cgroup && self.threads.is_empty() && !self.roots.iter().any(|r| self.alive(r)))
             .then_some(StopReason::TargetsExited)
     }
 
     /// Finds processes and threads; adopts new ones (recording their settings first).
     fn discover(&mut self) {
-        let mut roots: Vec<Root> = self.roots.iter().filter(|r| r.alive()).cloned().collect();
+        let mut queue: Vec<Root> = self
+            .roots
+            .iter()
+            .filter(|r| self.alive(r))
+            .cloned()
+            .collect();
         for dir in &self.cfg.targets.cgroups {
-            roots.extend(targets::cgroup_members(dir));
+            queue.extend(targets::cgroup_members(dir));
         }
         // The agent itself may be in a managed cgroup; it never manages itself.
         // SAFETY: getpid has no preconditions.
         let me = unsafe { libc::getpid() };
-        roots.retain(|r| r.pid != me);
-        self.processes = targets::with_descendants(&roots);
+        let mut seen = BTreeSet::new();
+        let mut processes = Vec::new();
         let mut adopted = false;
-        for p in self.processes.clone() {
-            if self.refused.contains(&p.pid) {
+        while let Some(p) = queue.pop() {
+            if p.pid == me || !seen.insert(p.pid) || self.refused.contains(&p.pid) {
                 continue;
             }
-            if let Err(why) = targets::may_control(p.pid, self.cfg.allow_others) {
-                self.refused.insert(p.pid);
-                self.error(format!("not managing {} ({}): {why}", p.pid, p.label));
-                continue;
+            if !self.controlled.contains(&(p.pid, p.start_time)) {
+                if let Err(why) = targets::may_control(p.pid, self.cfg.allow_others) {
+                    self.refused.insert(p.pid);
+                    self.error(format!("not managing {} ({}): {why}", p.pid, p.label));
+                    continue;
+                }
+                self.controlled.insert((p.pid, p.start_time));
             }
-            for tid in crate::proc::threads(p.pid) {
+            let tids = crate::proc::threads(p.pid);
+            for &tid in &tids {
                 adopted |= self.adopt(&p, tid);
             }
+            // Children, labelled as their parent.
+            for child in crate::proc::children_of_threads(p.pid, &tids) {
+                if let Some(stat) = crate::proc::process_stat(child) {
+                    queue.push(Root {
+                        pid: child,
+                        start_time: stat.start_time,
+                        label: p.label.clone(),
+                        trust: p.trust.clone(),
+                    });
+                }
+            }
+            processes.push(p);
         }
+        processes.sort_by_key(|r| r.pid);
+        self.processes = processes;
         let live: BTreeSet<TaskKey> = self.threads.keys().copied().collect();
         let before = self.state.state.threads.len();
         self.state.state.threads.retain(|t| {
@@ -446,6 +526,11 @@ impl Agent {
 
     /// Starts managing thread `tid` of `p` if it is new. Returns whether it did.
     fn adopt(&mut self, p: &Root, tid: i32) -> bool {
+        // A managed id names the thread it did when adopted: sampling forgets it once that
+        // thread is gone.
+        if self.tids.contains(&(tid as u32)) {
+            return false;
+        }
         let Some(stat) = crate::proc::thread_stat(p.pid, tid) else {
             return false;
         };
@@ -470,7 +555,8 @@ impl Agent {
             cgroup: self
                 .cgroup_hierarchy
                 .as_ref()
-                .and_then(|_| crate::proc::thread_cgroup(p.pid, tid, v2)),
+                .and_then(|_| crate::proc::thread_cgroup(p.pid, tid, v2))
+                .map(|g| self.outside_own_groups(p.pid, g)),
             core_cookie: self
                 .core
                 .as_ref()
@@ -499,10 +585,12 @@ impl Agent {
         } else {
             Weight::of_nice(stat.nice)
         };
+        self.tids.insert(key.pid);
         self.threads.insert(
             key,
             Managed {
                 sampled,
+                adopted: Instant::now(),
                 original,
                 affinity: aff,
                 weight,
@@ -511,6 +599,30 @@ impl Agent {
             },
         );
         true
+    }
+
+    /// A thread created inside one of the agent's groups (it inherits its creator's) belongs,
+    /// for restoring, where its process's first managed thread was.
+    fn outside_own_groups(&self, pid: i32, cgroup: String) -> String {
+        let WeightControl::Cgroup(c) = &self.weights else {
+            return cgroup;
+        };
+        let own = c.own.path.to_string_lossy().into_owned();
+        let inside = c
+            .controller
+            .path_of(&cgroup)
+            .to_string_lossy()
+            .starts_with(&own);
+        if !inside {
+            return cgroup;
+        }
+        self.state
+            .state
+            .threads
+            .iter()
+            .find(|t| t.pid == pid)
+            .and_then(|t| t.original.cgroup.clone())
+            .unwrap_or(cgroup)
     }
 
     /// The view of the period that ends now; threads that exited are forgotten.
@@ -556,7 +668,10 @@ impl Agent {
     }
 
     fn forget(&mut self, key: TaskKey) {
-        self.threads.remove(&key);
+        self.tids.remove(&key.pid);
+        if let Some(m) = self.threads.remove(&key) {
+            self.done.push(summary(key, &m));
+        }
         if let WeightControl::Cgroup(c) = &mut self.weights {
             c.forget(key.pid as i32);
         }
@@ -675,13 +790,7 @@ impl Agent {
             Ok(_) => "available".into(),
             Err(why) => why.clone(),
         };
-        s.counters = if self.events.is_empty() {
-            counters_available()
-                .err()
-                .unwrap_or_else(|| "not used by this policy".into())
-        } else {
-            format!("{} hardware events per thread", self.events.len())
-        };
+        s.counters = self.counters_note.clone();
         s.periods = self.periods;
         s.uptime_s = uptime;
         s.agent_cpu_s = cpu;
@@ -764,6 +873,19 @@ fn within_own(decided: Option<&CpuSet>, own: &CpuSet) -> CpuSet {
     match decided.map(|d| d.intersection(own)) {
         Some(d) if !d.is_empty() => d,
         _ => own.clone(),
+    }
+}
+
+fn summary(key: TaskKey, m: &Managed) -> TaskSummary {
+    let s = m.sampled.since_adopted();
+    let managed_s = m.adopted.elapsed().as_secs_f64().max(1e-9);
+    TaskSummary {
+        pid: m.sampled.pid,
+        tid: key.pid as i32,
+        label: m.sampled.label.clone(),
+        cpu_s: s.cpu_ns as f64 * 1e-9,
+        wait_s: s.wait_ns as f64 * 1e-9,
+        cpu_share: s.cpu_ns as f64 * 1e-9 / managed_s,
     }
 }
 

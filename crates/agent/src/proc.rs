@@ -27,16 +27,28 @@ impl ThreadStat {
     /// parentheses itself, so fields are counted after the last `)`.
     pub fn parse(text: &str) -> Option<ThreadStat> {
         let rest = &text[text.rfind(')')? + 1..];
-        // Field n (1-based, as proc(5) numbers them) is at index n - 3 after the command name.
-        let f: Vec<&str> = rest.split_ascii_whitespace().collect();
-        let field = |n: usize| f.get(n - 3).copied();
+        // Field n (1-based, as proc(5) numbers them) is the (n - 3)th after the command name;
+        // taken in order without collecting the line (this runs for every thread every period).
+        let mut f = rest.split_ascii_whitespace();
+        let mut at = 3;
+        let mut field = |n: usize| {
+            let v = f.nth(n - at);
+            at = n + 1;
+            v
+        };
+        let state = *field(3)?.as_bytes().first()?;
+        let ppid = field(4)?.parse().ok()?;
+        let nice = field(19)?.parse().ok()?;
+        let start_time = field(22)?.parse().ok()?;
+        let processor = field(39)?.parse().ok()?;
+        let policy = field(41)?.parse().ok()?;
         Some(ThreadStat {
-            state: *field(3)?.as_bytes().first()?,
-            ppid: field(4)?.parse().ok()?,
-            nice: field(19)?.parse().ok()?,
-            start_time: field(22)?.parse().ok()?,
-            processor: field(39)?.parse().ok()?,
-            policy: field(41)?.parse().ok()?,
+            state,
+            ppid,
+            nice,
+            start_time,
+            processor,
+            policy,
         })
     }
 
@@ -87,11 +99,17 @@ impl ThreadFiles {
     /// Reads both files; `None` once the thread has exited (the kernel answers an open file of a
     /// dead thread with an error or nothing).
     pub fn read(&self, buf: &mut [u8]) -> Option<(ThreadStat, Schedstat)> {
+        Some((self.read_stat(buf)?, self.read_schedstat(buf)?))
+    }
+
+    pub fn read_stat(&self, buf: &mut [u8]) -> Option<ThreadStat> {
         let n = self.stat.read_at(buf, 0).ok().filter(|&n| n > 0)?;
-        let stat = ThreadStat::parse(std::str::from_utf8(&buf[..n]).ok()?)?;
+        ThreadStat::parse(std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    pub fn read_schedstat(&self, buf: &mut [u8]) -> Option<Schedstat> {
         let n = self.schedstat.read_at(buf, 0).ok().filter(|&n| n > 0)?;
-        let sched = Schedstat::parse(std::str::from_utf8(&buf[..n]).ok()?)?;
-        Some((stat, sched))
+        Schedstat::parse(std::str::from_utf8(&buf[..n]).ok()?)
     }
 }
 
@@ -118,10 +136,10 @@ pub fn threads(pid: i32) -> Vec<i32> {
     tids
 }
 
-/// Child processes of every thread of `pid` (`/proc/PID/task/TID/children`).
-pub fn children(pid: i32) -> Vec<i32> {
+/// Child processes of threads `tids` of `pid` (`/proc/PID/task/TID/children`).
+pub fn children_of_threads(pid: i32, tids: &[i32]) -> Vec<i32> {
     let mut out = Vec::new();
-    for tid in threads(pid) {
+    for &tid in tids {
         if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) {
             out.extend(
                 text.split_ascii_whitespace()

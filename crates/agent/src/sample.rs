@@ -32,7 +32,10 @@ pub struct Sampled {
     /// Its nice level before the agent changed anything (the weight it has by itself).
     pub own_nice: i32,
     files: ThreadFiles,
+    first: Schedstat,
     last: Schedstat,
+    /// Its `stat` when last read (re-read only when it ran or waited since).
+    stat: ThreadStat,
     counters: Option<(CounterSet, Snapshot)>,
 }
 
@@ -68,17 +71,39 @@ impl Sampled {
             trust,
             own_nice,
             files,
+            first: last,
             last,
+            stat,
             counters,
         })
     }
 
+    /// CPU time and run delay since the agent took the thread on, nanoseconds.
+    pub fn since_adopted(&self) -> Schedstat {
+        Schedstat {
+            cpu_ns: self.last.cpu_ns.saturating_sub(self.first.cpu_ns),
+            wait_ns: self.last.wait_ns.saturating_sub(self.first.wait_ns),
+        }
+    }
+
     /// The thread over the period since the last call; `None` once it has exited.
     pub fn sample(&mut self, buf: &mut [u8]) -> Option<(ThreadStat, TaskSample)> {
-        let (stat, now) = self.files.read(buf)?;
-        if stat.start_time != self.key.start_time || stat.state == b'Z' || stat.state == b'X' {
-            return None;
-        }
+        let now = self.files.read_schedstat(buf)?;
+        // A thread that neither ran nor waited slept the whole period: its last CPU and state
+        // are as they were (`stat`, the costlier file, is read only for the others).
+        let stat = if now == self.last {
+            ThreadStat {
+                state: b'S',
+                ..self.stat
+            }
+        } else {
+            let s = self.files.read_stat(buf)?;
+            if s.start_time != self.key.start_time || s.state == b'Z' || s.state == b'X' {
+                return None;
+            }
+            self.stat = s;
+            s
+        };
         let cpu_ns = now.cpu_ns.saturating_sub(self.last.cpu_ns);
         let wait_ns = now.wait_ns.saturating_sub(self.last.wait_ns);
         self.last = now;

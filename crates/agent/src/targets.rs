@@ -220,27 +220,3 @@ pub fn cgroup_members(dir: &std::path::Path) -> Vec<Root> {
         })
         .collect()
 }
-
-/// The roots and all their descendants, each child labelled as its parent.
-pub fn with_descendants(roots: &[Root]) -> Vec<Root> {
-    let mut out: Vec<Root> = Vec::new();
-    let mut queue: Vec<Root> = roots.iter().filter(|r| r.alive()).cloned().collect();
-    while let Some(r) = queue.pop() {
-        if out.iter().any(|o| o.pid == r.pid) {
-            continue;
-        }
-        for child in proc::children(r.pid) {
-            if let Some(stat) = proc::process_stat(child) {
-                queue.push(Root {
-                    pid: child,
-                    start_time: stat.start_time,
-                    label: r.label.clone(),
-                    trust: r.trust.clone(),
-                });
-            }
-        }
-        out.push(r);
-    }
-    out.sort_by_key(|r| r.pid);
-    out
-}

@@ -393,6 +393,20 @@ fn run_agent(a: RunArgs) -> Result<()> {
             report.restore.gone
         );
     }
+    if !a.json && !report.tasks.is_empty() {
+        let mut t = smtsched_report::Table::new(["tid", "pid", "label", "cpu s", "wait s", "cpu share"]);
+        for task in &report.tasks {
+            t.row([
+                task.tid.to_string(),
+                task.pid.to_string(),
+                task.label.clone(),
+                format!("{:.2}", task.cpu_s),
+                format!("{:.2}", task.wait_s),
+                format!("{:.3}", task.cpu_share),
+            ]);
+        }
+        eprint!("{}", t.render());
+    }
     for e in &report.restore.errors {
         eprintln!("smtsched agent: restore: {e}");
     }

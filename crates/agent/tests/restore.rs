@@ -1,0 +1,129 @@
+//! Restoring from a state file, on real processes: what changed is put back as recorded, and a
+//! record whose thread id now names another thread (a different start time) is never touched.
+
+use smtsched_agent::control::{self, Outcome, Settings};
+use smtsched_agent::state::{restore, StateFile, ThreadRecord, STATE_FORMAT};
+use smtsched_model::CpuSet;
+use std::process::{Child, Command};
+
+struct Sleeper(Child);
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sleeper() -> Sleeper {
+    Sleeper(Command::new("sleep").arg("30").spawn().unwrap())
+}
+
+fn stat_fields(pid: i32) -> Vec<String> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    s[s.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// (affinity as the kernel lists it, nice, policy, start time).
+fn kernel_view(pid: i32) -> (String, i32, i32, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let aff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let f = stat_fields(pid);
+    (
+        aff,
+        f[19 - 3].parse().unwrap(),
+        f[41 - 3].parse().unwrap(),
+        f[22 - 3].parse().unwrap(),
+    )
+}
+
+fn online() -> CpuSet {
+    CpuSet::parse(
+        std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .unwrap()
+            .trim(),
+    )
+    .unwrap()
+}
+
+fn record(pid: i32, start_time: u64, original: Settings) -> StateFile {
+    StateFile {
+        format: STATE_FORMAT.into(),
+        agent_pid: i32::MAX,
+        agent_start_time: 0,
+        cgroup: None,
+        socket: None,
+        threads: vec![ThreadRecord {
+            pid,
+            tid: pid,
+            start_time,
+            label: "sleep".into(),
+            original,
+        }],
+    }
+}
+
+#[test]
+fn changed_settings_are_put_back_as_recorded() {
+    let s = sleeper();
+    let pid = s.0.id() as i32;
+    let (aff, nice, policy, start) = kernel_view(pid);
+    let original = Settings {
+        affinity: CpuSet::parse(&aff).unwrap(),
+        nice,
+        policy,
+        cgroup: None,
+        core_cookie: None,
+    };
+    // Change everything the agent changes: one CPU, SCHED_IDLE, nice 7.
+    let first = online().first().unwrap();
+    let one = CpuSet::from_iter([first]);
+    assert_eq!(control::set_affinity(pid, &one), Ok(Outcome::Done));
+    control::set_policy(pid, control::SCHED_IDLE).unwrap();
+    control::set_nice(pid, 7).unwrap();
+    let changed = kernel_view(pid);
+    assert_eq!((changed.0.as_str(), changed.1, changed.2), (first.to_string().as_str(), 7, 5));
+
+    let report = restore(&record(pid, start, original), std::path::Path::new("test"));
+    assert_eq!((report.restored, report.gone), (1, 0), "{report}");
+    assert!(report.errors.is_empty(), "{report}");
+    assert_eq!(kernel_view(pid), (aff, nice, policy, start));
+}
+
+#[test]
+fn a_reused_id_is_never_touched() {
+    let s = sleeper();
+    let pid = s.0.id() as i32;
+    let before = kernel_view(pid);
+    // A record of an earlier thread with this id: same pid, another start time.
+    let stale = Settings {
+        affinity: CpuSet::from_iter([online().first().unwrap()]),
+        nice: 19,
+        policy: control::SCHED_IDLE,
+        cgroup: None,
+        core_cookie: None,
+    };
+    let report = restore(&record(pid, before.3 - 1, stale), std::path::Path::new("test"));
+    assert_eq!((report.restored, report.gone), (0, 1));
+    assert_eq!(kernel_view(pid), before);
+}
+
+#[test]
+fn a_thread_that_exited_is_gone_not_an_error() {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id() as i32;
+    c.wait().unwrap();
+    assert_eq!(
+        control::set_affinity(pid, &online()),
+        Ok(Outcome::Gone),
+        "ESRCH is an outcome"
+    );
+}
