@@ -233,7 +233,6 @@ impl Agent {
             smtsched_host::looper::resolve_command(&l.argv)?;
         }
         let stale = state::restore_stale(&cfg.state_dir);
-        let (weights, cgroup_hierarchy, cgroup_record) = weight_control(&cfg)?;
         let events = if pmu.is_ok()
             && (needs.counters || matches!(cfg.estimates, EstimateSource::Model(_)))
         {
@@ -242,23 +241,8 @@ impl Agent {
             Vec::new()
         };
         let events_len = events.len();
-        let mut state = StateStore::new(&cfg.state_dir, cgroup_record).map_err(|e| {
-            AgentError::os(
-                format!("creating the state directory {}", cfg.state_dir.display()),
-                e,
-            )
-        })?;
-        let socket_path = cfg
-            .socket
-            .clone()
-            .unwrap_or_else(|| state.path.with_extension("sock"));
-        state.state.socket = Some(socket_path.clone());
-        state
-            .save()
-            .map_err(|e| AgentError::os(format!("writing {}", state.path.display()), e))?;
+        // What can fail without changing anything comes first: the metrics port, the log file.
         let status: SharedStatus = Arc::new(Mutex::new(Status::default()));
-        let server = StatusServer::start(&socket_path, status.clone())
-            .map_err(|e| AgentError::os(format!("listening on {}", socket_path.display()), e))?;
         let metrics_addr = cfg
             .metrics
             .map(|a| observe::start_metrics(a, status.clone()))
@@ -273,6 +257,42 @@ impl Agent {
                     .map_err(|e| AgentError::bad(format!("--log {}: {e}", p.display())))
             })
             .transpose()?;
+        let mut state = StateStore::new(&cfg.state_dir, None).map_err(|e| {
+            AgentError::os(
+                format!("creating the state directory {}", cfg.state_dir.display()),
+                e,
+            )
+        })?;
+        let socket_path = cfg
+            .socket
+            .clone()
+            .unwrap_or_else(|| state.path.with_extension("sock"));
+        state.state.socket = Some(socket_path.clone());
+        // The agent's cgroup is recorded as soon as it exists; anything failing after this
+        // point undoes it.
+        let (weights, cgroup_hierarchy, cgroup_record) = weight_control(&cfg)?;
+        state.state.cgroup = cgroup_record;
+        let undo = |state: &StateStore| {
+            state::restore(&state.state, &state.path);
+            state.remove();
+        };
+        if let Err(e) = state.save() {
+            undo(&state);
+            return Err(AgentError::os(
+                format!("writing {}", state.path.display()),
+                e,
+            ));
+        }
+        let server = match StatusServer::start(&socket_path, status.clone()) {
+            Ok(s) => s,
+            Err(e) => {
+                undo(&state);
+                return Err(AgentError::os(
+                    format!("listening on {}", socket_path.display()),
+                    e,
+                ));
+            }
+        };
         let mut agent = Agent {
             topology: Arc::new(cfg.topology.clone()),
             cfg,
@@ -331,7 +351,8 @@ impl Agent {
         }
         agent.started = Instant::now();
         agent.discover();
-        agent.publish(&[], &Decisions::none(), 0);
+        agent.describe();
+        agent.publish(&[], 0);
         observe::sd_notify("READY=1");
         Ok(agent)
     }
@@ -371,7 +392,7 @@ impl Agent {
             } else {
                 self.apply(&view, &decisions);
             }
-            self.publish(&view.tasks, &decisions, view.length_ns);
+            self.publish(&view.tasks, view.length_ns);
             if let Some(log) = &mut self.log {
                 let line = serde_json::to_string(&DecisionRecord::new(&view, &decisions))
                     .expect("records serialise");
@@ -770,11 +791,8 @@ impl Agent {
         );
     }
 
-    /// Updates the status snapshot.
-    fn publish(&self, tasks: &[smtsched_os::policy::TaskSample], _d: &Decisions, length_ns: u64) {
-        let len = length_ns.max(1) as f64;
-        let uptime = self.started.elapsed().as_secs_f64();
-        let cpu = own_cpu_s();
+    /// What the status says of the agent that does not change while it runs.
+    fn describe(&self) {
         let mut s = self.status.lock().expect("status lock");
         s.agent_pid = std::process::id() as i32;
         s.policy = self.policy.name().to_string();
@@ -791,6 +809,14 @@ impl Agent {
             Err(why) => why.clone(),
         };
         s.counters = self.counters_note.clone();
+    }
+
+    /// Updates the status snapshot after a period.
+    fn publish(&self, tasks: &[smtsched_os::policy::TaskSample], length_ns: u64) {
+        let len = length_ns.max(1) as f64;
+        let uptime = self.started.elapsed().as_secs_f64();
+        let cpu = own_cpu_s();
+        let mut s = self.status.lock().expect("status lock");
         s.periods = self.periods;
         s.uptime_s = uptime;
         s.agent_cpu_s = cpu;

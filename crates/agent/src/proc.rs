@@ -99,17 +99,11 @@ impl ThreadFiles {
     /// Reads both files; `None` once the thread has exited (the kernel answers an open file of a
     /// dead thread with an error or nothing).
     pub fn read(&self, buf: &mut [u8]) -> Option<(ThreadStat, Schedstat)> {
-        Some((self.read_stat(buf)?, self.read_schedstat(buf)?))
-    }
-
-    pub fn read_stat(&self, buf: &mut [u8]) -> Option<ThreadStat> {
         let n = self.stat.read_at(buf, 0).ok().filter(|&n| n > 0)?;
-        ThreadStat::parse(std::str::from_utf8(&buf[..n]).ok()?)
-    }
-
-    pub fn read_schedstat(&self, buf: &mut [u8]) -> Option<Schedstat> {
+        let stat = ThreadStat::parse(std::str::from_utf8(&buf[..n]).ok()?)?;
         let n = self.schedstat.read_at(buf, 0).ok().filter(|&n| n > 0)?;
-        Schedstat::parse(std::str::from_utf8(&buf[..n]).ok()?)
+        let sched = Schedstat::parse(std::str::from_utf8(&buf[..n]).ok()?)?;
+        Some((stat, sched))
     }
 }
 

@@ -34,8 +34,6 @@ pub struct Sampled {
     files: ThreadFiles,
     first: Schedstat,
     last: Schedstat,
-    /// Its `stat` when last read (re-read only when it ran or waited since).
-    stat: ThreadStat,
     counters: Option<(CounterSet, Snapshot)>,
 }
 
@@ -73,7 +71,6 @@ impl Sampled {
             files,
             first: last,
             last,
-            stat,
             counters,
         })
     }
@@ -88,22 +85,12 @@ impl Sampled {
 
     /// The thread over the period since the last call; `None` once it has exited.
     pub fn sample(&mut self, buf: &mut [u8]) -> Option<(ThreadStat, TaskSample)> {
-        let now = self.files.read_schedstat(buf)?;
-        // A thread that neither ran nor waited slept the whole period: its last CPU and state
-        // are as they were (`stat`, the costlier file, is read only for the others).
-        let stat = if now == self.last {
-            ThreadStat {
-                state: b'S',
-                ..self.stat
-            }
-        } else {
-            let s = self.files.read_stat(buf)?;
-            if s.start_time != self.key.start_time || s.state == b'Z' || s.state == b'X' {
-                return None;
-            }
-            self.stat = s;
-            s
-        };
+        // Both files every period: a runnable thread that did not get to run shows no change in
+        // `schedstat` (the kernel adds run delay when it runs), so only `stat` says it waits.
+        let (stat, now) = self.files.read(buf)?;
+        if stat.start_time != self.key.start_time || stat.state == b'Z' || stat.state == b'X' {
+            return None;
+        }
         let cpu_ns = now.cpu_ns.saturating_sub(self.last.cpu_ns);
         let wait_ns = now.wait_ns.saturating_sub(self.last.wait_ns);
         self.last = now;

@@ -90,7 +90,10 @@ fn changed_settings_are_put_back_as_recorded() {
     control::set_policy(pid, control::SCHED_IDLE).unwrap();
     control::set_nice(pid, 7).unwrap();
     let changed = kernel_view(pid);
-    assert_eq!((changed.0.as_str(), changed.1, changed.2), (first.to_string().as_str(), 7, 5));
+    assert_eq!(
+        (changed.0.as_str(), changed.1, changed.2),
+        (first.to_string().as_str(), 7, 5)
+    );
 
     let report = restore(&record(pid, start, original), std::path::Path::new("test"));
     assert_eq!((report.restored, report.gone), (1, 0), "{report}");
@@ -111,7 +114,10 @@ fn a_reused_id_is_never_touched() {
         cgroup: None,
         core_cookie: None,
     };
-    let report = restore(&record(pid, before.3 - 1, stale), std::path::Path::new("test"));
+    let report = restore(
+        &record(pid, before.3 - 1, stale),
+        std::path::Path::new("test"),
+    );
     assert_eq!((report.restored, report.gone), (0, 1));
     assert_eq!(kernel_view(pid), before);
 }

@@ -779,7 +779,9 @@ fn the_simulator_and_the_agent_make_the_same_decisions() {
         ],
     );
     assert!(out.status.success());
-    let decisions = |file: &str| -> Vec<(u64, bool, Vec<(String, String)>)> {
+    // Per period: its index, whether it had a gang turn, and each task's decision by label.
+    type Period = (u64, bool, Vec<(String, String)>);
+    let decisions = |file: &str| -> Vec<Period> {
         std::fs::read_to_string(d.join(file))
             .unwrap()
             .lines()
@@ -813,4 +815,86 @@ fn the_simulator_and_the_agent_make_the_same_decisions() {
     assert_eq!(agent[..first], sim[..first]);
     // They are decisions, not nothing: gang turns with pinned pairs.
     assert!(sim[..first].iter().all(|(_, gang, _)| *gang));
+}
+
+/// A cgroup of the test's own in the `cpu` hierarchy, removed (its processes moved back to the
+/// parent) when dropped.
+struct TestCgroup(PathBuf);
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        let parent = self.0.parent().unwrap().join("cgroup.procs");
+        for pid in std::fs::read_to_string(self.0.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+        {
+            let _ = std::fs::write(&parent, pid);
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+#[test]
+fn every_process_of_a_cgroup_is_managed_and_new_members_are_found() {
+    let _guard = serial();
+    let Some(base) = cpu_controller_dir() else {
+        eprintln!("skipped: no writable cgroup v1 cpu controller here");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let group = TestCgroup(base.join(format!("smtsched-test-{}", std::process::id())));
+    std::fs::create_dir(&group.0).unwrap();
+    let first = Busy::start();
+    std::fs::write(group.0.join("cgroup.procs"), first.pid().to_string()).unwrap();
+    let socket = dir.path().join("agent.sock");
+    let log = dir.path().join("decisions.jsonl");
+    let topo = one_core_topology(dir.path());
+    let mut agent = start_agent(
+        dir.path(),
+        &[
+            "--policy",
+            "smt-default",
+            "--cgroup",
+            group.0.to_str().unwrap(),
+            "--topology",
+            topo.to_str().unwrap(),
+            "--state-dir",
+            dir.path().join("state").to_str().unwrap(),
+            "--socket",
+            socket.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+        ],
+    );
+    wait_for_periods(&log, 2, &mut agent);
+    // A process that joins the group later is found within the discovery interval.
+    let second = Busy::start();
+    std::fs::write(group.0.join("cgroup.procs"), second.pid().to_string()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = status(dir.path(), &socket);
+        let mut pids: Vec<i64> = s["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["pid"].as_i64().unwrap())
+            .collect();
+        pids.sort();
+        let mut want = vec![first.pid() as i64, second.pid() as i64];
+        want.sort();
+        if pids == want {
+            assert!(s["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["label"] == "sh"));
+            break;
+        }
+        assert!(Instant::now() < deadline, "tasks {pids:?}, want {want:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Watching a cgroup, the agent runs until stopped.
+    assert!(agent.try_wait().unwrap().is_none());
+    signal(&agent, libc::SIGTERM);
+    assert!(finish(agent).status.success());
 }

@@ -394,7 +394,8 @@ fn run_agent(a: RunArgs) -> Result<()> {
         );
     }
     if !a.json && !report.tasks.is_empty() {
-        let mut t = smtsched_report::Table::new(["tid", "pid", "label", "cpu s", "wait s", "cpu share"]);
+        let mut t =
+            smtsched_report::Table::new(["tid", "pid", "label", "cpu s", "wait s", "cpu share"]);
         for task in &report.tasks {
             t.row([
                 task.tid.to_string(),
