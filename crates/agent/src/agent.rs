@@ -719,7 +719,7 @@ impl Agent {
                     Err(e) => errors.push(e),
                 }
             }
-            let realtime = matches!(m.original.policy, 1 | 2 | 6);
+            let realtime = crate::control::realtime_policy(m.original.policy);
             if !realtime && applied.weight != m.weight {
                 self.changes += 1;
                 match self

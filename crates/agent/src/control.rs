@@ -36,6 +36,12 @@ pub enum Outcome {
 pub const SCHED_OTHER: i32 = 0;
 pub const SCHED_IDLE: i32 = 5;
 
+/// A real-time or deadline class (`SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`): the agent leaves
+/// such a thread's weight alone.
+pub fn realtime_policy(policy: i32) -> bool {
+    matches!(policy, 1 | 2 | 6)
+}
+
 fn gone(e: &std::io::Error) -> bool {
     e.raw_os_error() == Some(libc::ESRCH)
 }

@@ -11,7 +11,6 @@ use std::os::unix::fs::FileExt;
 pub struct ThreadStat {
     /// `R` running or runnable, `S` sleeping, `D`, `T`, `Z`…
     pub state: u8,
-    pub ppid: i32,
     pub nice: i32,
     /// Clock ticks after boot: with the tid, an identity a reused id never has.
     pub start_time: u64,
@@ -37,14 +36,12 @@ impl ThreadStat {
             v
         };
         let state = *field(3)?.as_bytes().first()?;
-        let ppid = field(4)?.parse().ok()?;
         let nice = field(19)?.parse().ok()?;
         let start_time = field(22)?.parse().ok()?;
         let processor = field(39)?.parse().ok()?;
         let policy = field(41)?.parse().ok()?;
         Some(ThreadStat {
             state,
-            ppid,
             nice,
             start_time,
             processor,
@@ -57,10 +54,6 @@ impl ThreadStat {
         self.state == b'R'
     }
 
-    /// A real-time or deadline class: the agent leaves its weight alone.
-    pub fn realtime(&self) -> bool {
-        matches!(self.policy, 1 | 2 | 6)
-    }
 }
 
 /// CPU time and run delay (`schedstat`), nanoseconds.
@@ -99,11 +92,17 @@ impl ThreadFiles {
     /// Reads both files; `None` once the thread has exited (the kernel answers an open file of a
     /// dead thread with an error or nothing).
     pub fn read(&self, buf: &mut [u8]) -> Option<(ThreadStat, Schedstat)> {
+        Some((self.read_stat(buf)?, self.read_schedstat(buf)?))
+    }
+
+    pub fn read_stat(&self, buf: &mut [u8]) -> Option<ThreadStat> {
         let n = self.stat.read_at(buf, 0).ok().filter(|&n| n > 0)?;
-        let stat = ThreadStat::parse(std::str::from_utf8(&buf[..n]).ok()?)?;
+        ThreadStat::parse(std::str::from_utf8(&buf[..n]).ok()?)
+    }
+
+    pub fn read_schedstat(&self, buf: &mut [u8]) -> Option<Schedstat> {
         let n = self.schedstat.read_at(buf, 0).ok().filter(|&n| n > 0)?;
-        let sched = Schedstat::parse(std::str::from_utf8(&buf[..n]).ok()?)?;
-        Some((stat, sched))
+        Schedstat::parse(std::str::from_utf8(&buf[..n]).ok()?)
     }
 }
 
@@ -165,27 +164,7 @@ pub fn uids(pid: i32) -> Option<(u32, u32)> {
 /// unified one (v2, `0::`).
 pub fn thread_cgroup(pid: i32, tid: i32, v2: bool) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/cgroup")).ok()?;
-    text.lines().find_map(|l| {
-        let mut f = l.splitn(3, ':');
-        let (id, controllers, path) = (f.next()?, f.next()?, f.next()?);
-        let hit = if v2 {
-            id == "0" && controllers.is_empty()
-        } else {
-            controllers.split(',').any(|c| c == "cpu")
-        };
-        hit.then(|| path.to_string())
-    })
-}
-
-/// Clock ticks per second (`/proc` start times are in these).
-pub fn clock_ticks() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
+    smtsched_host::cgroup::cpu_cgroup_of(&text, v2)
 }
 
 #[cfg(test)]
@@ -200,12 +179,11 @@ mod tests {
                     0 0 0 0 0 0 0 0 0 0 0";
         let s = ThreadStat::parse(line).unwrap();
         assert_eq!(s.state, b'R');
-        assert_eq!(s.ppid, 1);
         assert_eq!(s.nice, 5);
         assert_eq!(s.start_time, 123456);
         assert_eq!(s.processor, 1);
         assert_eq!(s.policy, 3);
-        assert!(s.runnable() && !s.realtime());
+        assert!(s.runnable());
     }
 
     #[test]

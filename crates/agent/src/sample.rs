@@ -34,6 +34,8 @@ pub struct Sampled {
     files: ThreadFiles,
     first: Schedstat,
     last: Schedstat,
+    /// Its `stat` as last read.
+    stat: ThreadStat,
     counters: Option<(CounterSet, Snapshot)>,
 }
 
@@ -71,6 +73,7 @@ impl Sampled {
             files,
             first: last,
             last,
+            stat,
             counters,
         })
     }
@@ -85,12 +88,21 @@ impl Sampled {
 
     /// The thread over the period since the last call; `None` once it has exited.
     pub fn sample(&mut self, buf: &mut [u8]) -> Option<(ThreadStat, TaskSample)> {
-        // Both files every period: a runnable thread that did not get to run shows no change in
-        // `schedstat` (the kernel adds run delay when it runs), so only `stat` says it waits.
-        let (stat, now) = self.files.read(buf)?;
-        if stat.start_time != self.key.start_time || stat.state == b'Z' || stat.state == b'X' {
-            return None;
-        }
+        let now = self.files.read_schedstat(buf)?;
+        // A runnable thread that did not run is still runnable (it must run to sleep, stop or
+        // exit) and still where it was: its `stat`, the costlier file, need not be read. Any
+        // other thread's is — a sleeping thread may have been woken without running yet, which
+        // `schedstat` does not show (the kernel adds run delay when it runs).
+        let stat = if now == self.last && self.stat.runnable() {
+            self.stat
+        } else {
+            let s = self.files.read_stat(buf)?;
+            if s.start_time != self.key.start_time || s.state == b'Z' || s.state == b'X' {
+                return None;
+            }
+            self.stat = s;
+            s
+        };
         let cpu_ns = now.cpu_ns.saturating_sub(self.last.cpu_ns);
         let wait_ns = now.wait_ns.saturating_sub(self.last.wait_ns);
         self.last = now;

@@ -57,8 +57,9 @@ fn cgroup_mounts(mountinfo: &str) -> Vec<(PathBuf, bool, Vec<String>)> {
         .collect()
 }
 
-/// The path of this process's cgroup in hierarchy `id` (v1: the line naming `cpu`; v2: `0::`).
-fn own_cgroup(proc_cgroup: &str, v2: bool) -> Option<String> {
+/// The cgroup path in a `/proc/PID/cgroup` text of the hierarchy with the `cpu` controller (v1:
+/// the line naming `cpu`; v2: `0::`).
+pub fn cpu_cgroup_of(proc_cgroup: &str, v2: bool) -> Option<String> {
     proc_cgroup.lines().find_map(|l| {
         let mut f = l.splitn(3, ':');
         let (id, controllers, path) = (f.next()?, f.next()?, f.next()?);
@@ -106,7 +107,7 @@ impl CpuController {
             if !opts.iter().any(|o| o == "cpu") {
                 continue;
             }
-            let own = own_cgroup(&proc_cgroup, false).unwrap_or_else(|| "/".into());
+            let own = cpu_cgroup_of(&proc_cgroup, false).unwrap_or_else(|| "/".into());
             let base = mp.join(own.trim_start_matches('/'));
             if writable(&base) && base.join("cpu.shares").exists() {
                 return Ok(CpuController {
@@ -410,7 +411,7 @@ mod tests {
         assert!(!m[0].1 && m[0].2.contains(&"cpu".to_string()));
         assert!(m[2].1);
         let pc = "4:memory:/process_api/x\n1:cpu,cpuacct:/user.slice\n0::/init.scope\n";
-        assert_eq!(own_cgroup(pc, false).as_deref(), Some("/user.slice"));
-        assert_eq!(own_cgroup(pc, true).as_deref(), Some("/init.scope"));
+        assert_eq!(cpu_cgroup_of(pc, false).as_deref(), Some("/user.slice"));
+        assert_eq!(cpu_cgroup_of(pc, true).as_deref(), Some("/init.scope"));
     }
 }
