@@ -53,7 +53,6 @@ impl ThreadStat {
     pub fn runnable(&self) -> bool {
         self.state == b'R'
     }
-
 }
 
 /// CPU time and run delay (`schedstat`), nanoseconds.
