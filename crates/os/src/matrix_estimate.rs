@@ -141,29 +141,16 @@ mod tests {
     }
 
     fn sample(pid: u32, label: &str, cpu_ns: u64, corunners: &[(u32, u64)]) -> TaskSample {
+        let key = |pid| TaskKey { pid, start_time: 0 };
         TaskSample {
-            key: TaskKey { pid, start_time: 0 },
-            label: label.into(),
-            trust: None,
-            nice: 0,
-            runnable: true,
-            cpu_ns,
-            wait_ns: 0,
-            total_cpu_ns: cpu_ns,
-            cpus: CpuSet::default(),
-            last_cpu: None,
             corunners: corunners
                 .iter()
                 .map(|&(p, o)| Corunner {
-                    task: TaskKey {
-                        pid: p,
-                        start_time: 0,
-                    },
+                    task: key(p),
                     overlap_ns: o,
                 })
                 .collect(),
-            counters: None,
-            pr_estimate: None,
+            ..TaskSample::ran(key(pid), label, cpu_ns)
         }
     }
 

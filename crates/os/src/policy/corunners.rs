@@ -49,19 +49,9 @@ mod tests {
 
     fn sample(pid: u32, cpu: u32, cpu_ns: u64) -> TaskSample {
         TaskSample {
-            key: TaskKey { pid, start_time: 1 },
-            label: format!("t{pid}"),
-            trust: None,
-            nice: 0,
-            runnable: true,
-            cpu_ns,
-            wait_ns: 0,
-            total_cpu_ns: cpu_ns,
             cpus: CpuSet::from_iter([cpu]),
             last_cpu: Some(cpu),
-            corunners: vec![],
-            counters: None,
-            pr_estimate: None,
+            ..TaskSample::ran(TaskKey { pid, start_time: 1 }, &format!("t{pid}"), cpu_ns)
         }
     }
 

@@ -171,19 +171,8 @@ mod tests {
 
     fn sample(pid: u32, runnable: bool) -> TaskSample {
         TaskSample {
-            key: key(pid),
-            label: format!("t{pid}"),
-            trust: None,
-            nice: 0,
             runnable,
-            cpu_ns: 0,
-            wait_ns: 0,
-            total_cpu_ns: 0,
-            cpus: CpuSet::new(),
-            last_cpu: None,
-            corunners: Vec::new(),
-            counters: None,
-            pr_estimate: None,
+            ..TaskSample::ran(key(pid), &format!("t{pid}"), 0)
         }
     }
 

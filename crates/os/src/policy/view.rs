@@ -64,6 +64,26 @@ pub struct TaskSample {
 }
 
 impl TaskSample {
+    /// A runnable task labelled `label` that ran `cpu_ns` in the period, with nothing else
+    /// known yet (no CPUs, co-runners, counters or estimate).
+    pub fn ran(key: TaskKey, label: &str, cpu_ns: u64) -> TaskSample {
+        TaskSample {
+            key,
+            label: label.to_string(),
+            trust: None,
+            nice: 0,
+            runnable: true,
+            cpu_ns,
+            wait_ns: 0,
+            total_cpu_ns: cpu_ns,
+            cpus: CpuSet::default(),
+            last_cpu: None,
+            corunners: Vec::new(),
+            counters: None,
+            pr_estimate: None,
+        }
+    }
+
     /// The co-runner it shared its core with for more than half of its CPU time, if one did.
     pub fn main_corunner(&self) -> Option<TaskKey> {
         self.corunners
