@@ -113,7 +113,7 @@ impl MatrixEstimates {
 mod tests {
     use super::*;
     use crate::policy::Corunner;
-    use smtsched_model::{CpuSet, PairRecord, PR_MATRIX_FORMAT};
+    use smtsched_model::{PairRecord, PR_MATRIX_FORMAT};
 
     fn matrix() -> PrMatrix {
         let pair = |a, b, pr_a, pr_b| PairRecord {
