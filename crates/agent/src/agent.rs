@@ -134,7 +134,6 @@ pub struct Agent {
     state: StateStore,
     children: Vec<Child>,
     roots: Vec<Root>,
-    processes: Vec<Root>,
     threads: BTreeMap<TaskKey, Managed>,
     /// The ids of `threads`.
     tids: BTreeSet<u32>,
@@ -304,7 +303,6 @@ impl Agent {
             state,
             children: Vec::new(),
             roots: Vec::new(),
-            processes: Vec::new(),
             threads: BTreeMap::new(),
             tids: BTreeSet::new(),
             controlled: BTreeSet::new(),
@@ -497,7 +495,6 @@ impl Agent {
         // SAFETY: getpid has no preconditions.
         let me = unsafe { libc::getpid() };
         let mut seen = BTreeSet::new();
-        let mut processes = Vec::new();
         let mut adopted = false;
         while let Some(p) = queue.pop() {
             if p.pid == me || !seen.insert(p.pid) || self.refused.contains(&p.pid) {
@@ -526,10 +523,7 @@ impl Agent {
                     });
                 }
             }
-            processes.push(p);
         }
-        processes.sort_by_key(|r| r.pid);
-        self.processes = processes;
         let live: BTreeSet<TaskKey> = self.threads.keys().copied().collect();
         let before = self.state.state.threads.len();
         self.state.state.threads.retain(|t| {
