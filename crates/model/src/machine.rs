@@ -203,6 +203,15 @@ pub struct MemorySpec {
 pub struct OsCosts {
     /// Direct cost of one context switch (cache refill is simulated, not included).
     pub context_switch_cycles: u64,
+    /// Cost of one entry into the kernel and the return from it (a system call or an interrupt):
+    /// the pipeline drains on entry and on return. Zero: not modelled.
+    #[serde(default)]
+    pub mode_switch_cycles: u64,
+    /// Cost of one locked read-modify-write (`lock`-prefixed instruction), which an SMP kernel
+    /// build executes for every spinlock and atomic operation and a UP build does not. Zero: not
+    /// modelled.
+    #[serde(default)]
+    pub locked_instruction_cycles: u64,
 }
 
 /// Where one logical CPU sits.
@@ -472,6 +481,8 @@ pub const MACHINE_PRESETS: &[Preset] = &[
     preset!("machines", "xeon-ruan-l3"),
     preset!("machines", "cmt-fedorova"),
     preset!("machines", "smt2-modern"),
+    preset!("machines", "smt8-redstone"),
+    preset!("machines", "superscalar-redstone"),
 ];
 
 /// Loads a machine by preset name or file path, applies overrides and validates it.

@@ -50,7 +50,59 @@ pub struct PhaseSpec {
     /// Data regions; each memory reference goes to one chosen by weight.
     #[serde(default)]
     pub data: Vec<DataRegion>,
+    /// Work the phase does in the kernel: system calls, or all of it for an interrupt handler.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelWork>,
 }
+
+/// The kernel part of a phase (DESIGN §4). Kernel code and data live in the kernel half of every
+/// address space, so a kernel region is the same memory for every thread on the machine: threads
+/// on sibling CPUs evict each other's kernel lines and also fetch them for each other.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct KernelWork {
+    /// Share of the phase's instructions executed in the kernel (1 = all of them: an interrupt
+    /// handler or a kernel thread).
+    pub share: f64,
+    /// Mean instructions of one kernel entry (one system call, or one interrupt and its softirq);
+    /// every entry costs the machine's `os.mode_switch_cycles`.
+    pub instructions_per_entry: u64,
+    /// Locked read-modify-writes (spinlocks, atomics) per thousand kernel instructions in an SMP
+    /// kernel build; a UP build executes none ([`WorkloadProfile::built_for`]).
+    #[serde(default)]
+    pub locked_per_kilo_instructions: f64,
+    /// The kernel code's instruction mix, as for a phase.
+    pub ilp: f64,
+    #[serde(default = "default_uops")]
+    pub uops_per_instruction: f64,
+    pub loads: f64,
+    pub stores: f64,
+    pub branches: f64,
+    pub branch_mispredict_rate: f64,
+    #[serde(default = "default_taken")]
+    pub taken_branches: f64,
+    #[serde(default = "default_instruction_bytes")]
+    pub instruction_bytes: u32,
+    /// Kernel code and data regions; each must be named, and a name means the same kernel memory
+    /// in every phase and every workload.
+    pub code: Vec<CodeRegion>,
+    #[serde(default)]
+    pub data: Vec<DataRegion>,
+}
+
+/// Which build of the kernel runs: Ruan et al.'s 1T-UP and 1T-SMP configurations differ only in
+/// this.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum KernelBuild {
+    /// Uniprocessor: spinlocks compile away and atomics lose their `lock` prefix.
+    Up,
+    #[default]
+    Smp,
+}
+
+/// Largest kernel region: kernel regions are placed by name in 4 GiB slots.
+pub const KERNEL_REGION_MAX_BYTES: u64 = 1 << 31;
 
 fn default_uops() -> f64 {
     1.0
@@ -188,139 +240,313 @@ pub enum AccessPattern {
 
 impl WorkloadProfile {
     pub fn validate(&self, origin: &Origin) -> Result<(), ModelError> {
-        let bad = |field: String, value: &dyn std::fmt::Display, reason: &str| {
-            Err(ModelError::invalid(origin, field, value, reason))
-        };
         if self.phase.is_empty() {
-            return bad(
-                "phase".into(),
-                &"(none)",
+            return Err(ModelError::invalid(
+                origin,
+                "phase",
+                "(none)",
                 "a workload needs at least one [[phase]]",
-            );
+            ));
         }
         for (i, p) in self.phase.iter().enumerate() {
-            let f = |k: &str| format!("phase[{i}].{k}");
+            let at = format!("phase[{i}]");
             if p.instructions == 0 {
-                return bad(f("instructions"), &0, "must be positive");
+                return Err(ModelError::invalid(
+                    origin,
+                    format!("{at}.instructions"),
+                    0,
+                    "must be positive",
+                ));
             }
-            if !(p.ilp > 0.0 && p.ilp.is_finite()) {
-                return bad(f("ilp"), &p.ilp, "must be positive");
+            let mix = Mix {
+                ilp: p.ilp,
+                uops_per_instruction: p.uops_per_instruction,
+                loads: p.loads,
+                stores: p.stores,
+                branches: p.branches,
+                fp_ops: p.fp_ops,
+                branch_mispredict_rate: p.branch_mispredict_rate,
+                taken_branches: p.taken_branches,
+                instruction_bytes: p.instruction_bytes,
+            };
+            mix.check(&at, origin)?;
+            check_regions(&at, &mix, &p.code, &p.data, false, origin)?;
+            if let Some(k) = &p.kernel {
+                let at = format!("{at}.kernel");
+                k.check(&at, origin)?;
             }
-            if !(p.uops_per_instruction >= 1.0 && p.uops_per_instruction.is_finite()) {
-                return bad(
-                    f("uops_per_instruction"),
-                    &p.uops_per_instruction,
-                    "must be at least 1",
-                );
-            }
-            for (k, v) in [
-                ("loads", p.loads),
-                ("stores", p.stores),
-                ("branches", p.branches),
-                ("fp_ops", p.fp_ops),
-                ("branch_mispredict_rate", p.branch_mispredict_rate),
-                ("taken_branches", p.taken_branches),
-            ] {
-                if !(0.0..=1.0).contains(&v) {
-                    return bad(f(k), &v, "must be a fraction between 0 and 1");
-                }
-            }
-            let sum = p.loads + p.stores + p.branches + p.fp_ops;
-            if sum > 1.0 + 1e-9 {
-                return bad(
-                    f("loads"),
-                    &format!("{} (+stores+branches+fp_ops = {sum})", p.loads),
-                    "the instruction classes add up to more than 1",
-                );
-            }
-            if p.instruction_bytes == 0 || p.instruction_bytes > 64 {
-                return bad(
-                    f("instruction_bytes"),
-                    &p.instruction_bytes,
-                    "must be 1 to 64",
-                );
-            }
-            if p.code.is_empty() {
-                return bad(
-                    f("code"),
-                    &"(none)",
-                    "a phase needs at least one [[phase.code]] region",
-                );
-            }
-            for (j, c) in p.code.iter().enumerate() {
-                let g = |k: &str| format!("phase[{i}].code[{j}].{k}");
-                if c.size_bytes < p.instruction_bytes as u64 {
-                    return bad(
-                        g("size_bytes"),
-                        &c.size_bytes,
-                        "must hold at least one instruction",
-                    );
-                }
-                if !(c.weight > 0.0 && c.weight.is_finite()) {
-                    return bad(g("weight"), &c.weight, "must be positive");
-                }
-                check_power_law(&g, c.hot_bytes, c.exponent, c.size_bytes, origin)?;
-            }
-            if p.loads + p.stores > 0.0 && p.data.is_empty() {
-                return bad(
-                    f("data"),
-                    &"(none)",
-                    "loads or stores need at least one [[phase.data]] region",
-                );
-            }
-            for (j, d) in p.data.iter().enumerate() {
-                let g = |k: &str| format!("phase[{i}].data[{j}].{k}");
-                if d.size_bytes < 8 {
-                    return bad(g("size_bytes"), &d.size_bytes, "must be at least 8");
-                }
-                if !(d.weight > 0.0 && d.weight.is_finite()) {
-                    return bad(g("weight"), &d.weight, "must be positive");
-                }
-                if d.stride_bytes == 0 {
-                    return bad(g("stride_bytes"), &0, "must be positive");
-                }
-                if d.pattern != AccessPattern::PowerLaw
-                    && (d.hot_bytes.is_some() || d.exponent.is_some())
+        }
+        self.check_shared_names(origin)
+    }
+
+    /// Regions that share a name are one memory, so they must agree on their size.
+    fn check_shared_names(&self, origin: &Origin) -> Result<(), ModelError> {
+        let regions = |p: &PhaseSpec| {
+            let kernel = p.kernel.iter().flat_map(|k| k.data.iter());
+            p.data.iter().chain(kernel).cloned().collect::<Vec<_>>()
+        };
+        let code = |p: &PhaseSpec| {
+            let kernel = p.kernel.iter().flat_map(|k| k.code.iter());
+            p.code.iter().chain(kernel).cloned().collect::<Vec<_>>()
+        };
+        let all_data: Vec<DataRegion> = self.phase.iter().flat_map(regions).collect();
+        let all_code: Vec<CodeRegion> = self.phase.iter().flat_map(code).collect();
+        for (i, p) in self.phase.iter().enumerate() {
+            for d in regions(p).iter().filter(|d| !d.name.is_empty()) {
+                if let Some(e) = all_data
+                    .iter()
+                    .find(|e| e.name == d.name && e.size_bytes != d.size_bytes)
                 {
-                    return bad(
-                        g("hot_bytes"),
-                        &format!("{:?}", d.pattern),
-                        "hot_bytes and exponent only apply to pattern = \"power-law\"",
-                    );
-                }
-                check_power_law(&g, d.hot_bytes, d.exponent, d.size_bytes, origin)?;
-                if d.streams == 0 || d.size_bytes / (d.streams as u64) < d.stride_bytes {
-                    return bad(
-                        g("streams"),
-                        &d.streams,
-                        "each stream needs at least one stride of the region",
-                    );
+                    return Err(ModelError::invalid(
+                        origin,
+                        format!("phase[{i}] data region {:?}.size_bytes", d.name),
+                        d.size_bytes,
+                        format!("the region has another size ({}) elsewhere", e.size_bytes),
+                    ));
                 }
             }
-            for (j, d) in p.data.iter().enumerate() {
-                if d.name.is_empty() {
-                    continue;
-                }
-                for e in self.phase.iter().flat_map(|q| q.data.iter()) {
-                    if e.name == d.name && e.size_bytes != d.size_bytes {
-                        return bad(
-                            format!("phase[{i}].data[{j}].size_bytes"),
-                            &d.size_bytes,
-                            &format!(
-                                "region {:?} has another size ({}) in another phase",
-                                d.name, e.size_bytes
-                            ),
-                        );
-                    }
+            for c in code(p).iter().filter(|c| !c.name.is_empty()) {
+                if let Some(e) = all_code
+                    .iter()
+                    .find(|e| e.name == c.name && e.size_bytes != c.size_bytes)
+                {
+                    return Err(ModelError::invalid(
+                        origin,
+                        format!("phase[{i}] code region {:?}.size_bytes", c.name),
+                        c.size_bytes,
+                        format!("the region has another size ({}) elsewhere", e.size_bytes),
+                    ));
                 }
             }
         }
         Ok(())
     }
 
+    /// The profile as it runs on a kernel of `build`: a UP build executes no locked
+    /// instructions.
+    pub fn built_for(&self, build: KernelBuild) -> WorkloadProfile {
+        let mut w = self.clone();
+        if build == KernelBuild::Up {
+            for k in w.phase.iter_mut().filter_map(|p| p.kernel.as_mut()) {
+                k.locked_per_kilo_instructions = 0.0;
+            }
+        }
+        w
+    }
+
+    /// Whether any phase enters the kernel.
+    pub fn has_kernel_work(&self) -> bool {
+        self.phase.iter().any(|p| p.kernel.is_some())
+    }
+
     /// Instructions in one pass over all phases.
     pub fn cycle_instructions(&self) -> u64 {
         self.phase.iter().map(|p| p.instructions).sum()
+    }
+}
+
+/// The instruction mix of a phase or of its kernel part, for validation.
+struct Mix {
+    ilp: f64,
+    uops_per_instruction: f64,
+    loads: f64,
+    stores: f64,
+    branches: f64,
+    fp_ops: f64,
+    branch_mispredict_rate: f64,
+    taken_branches: f64,
+    instruction_bytes: u32,
+}
+
+impl Mix {
+    fn check(&self, at: &str, origin: &Origin) -> Result<(), ModelError> {
+        let bad = |k: &str, value: &dyn std::fmt::Display, reason: &str| {
+            Err(ModelError::invalid(
+                origin,
+                format!("{at}.{k}"),
+                value,
+                reason,
+            ))
+        };
+        if !(self.ilp > 0.0 && self.ilp.is_finite()) {
+            return bad("ilp", &self.ilp, "must be positive");
+        }
+        if !(self.uops_per_instruction >= 1.0 && self.uops_per_instruction.is_finite()) {
+            return bad(
+                "uops_per_instruction",
+                &self.uops_per_instruction,
+                "must be at least 1",
+            );
+        }
+        for (k, v) in [
+            ("loads", self.loads),
+            ("stores", self.stores),
+            ("branches", self.branches),
+            ("fp_ops", self.fp_ops),
+            ("branch_mispredict_rate", self.branch_mispredict_rate),
+            ("taken_branches", self.taken_branches),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(k, &v, "must be a fraction between 0 and 1");
+            }
+        }
+        let sum = self.loads + self.stores + self.branches + self.fp_ops;
+        if sum > 1.0 + 1e-9 {
+            return bad(
+                "loads",
+                &format!("{} (+stores+branches+fp_ops = {sum})", self.loads),
+                "the instruction classes add up to more than 1",
+            );
+        }
+        if self.instruction_bytes == 0 || self.instruction_bytes > 64 {
+            return bad(
+                "instruction_bytes",
+                &self.instruction_bytes,
+                "must be 1 to 64",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Checks the code and data regions of a phase (`kernel`: of its kernel part, whose regions must
+/// be named and fit a kernel slot).
+fn check_regions(
+    at: &str,
+    mix: &Mix,
+    code: &[CodeRegion],
+    data: &[DataRegion],
+    kernel: bool,
+    origin: &Origin,
+) -> Result<(), ModelError> {
+    let bad = |field: String, value: &dyn std::fmt::Display, reason: &str| {
+        Err(ModelError::invalid(origin, field, value, reason))
+    };
+    if code.is_empty() {
+        return bad(
+            format!("{at}.code"),
+            &"(none)",
+            "a phase needs at least one [[phase.code]] region",
+        );
+    }
+    let kernel_name = |field: String, name: &str, size: u64| {
+        if !kernel {
+            return Ok(());
+        }
+        if name.is_empty() {
+            return bad(
+                field,
+                &"\"\"",
+                "kernel regions need a name: the same name is the same kernel memory everywhere",
+            );
+        }
+        if size > KERNEL_REGION_MAX_BYTES {
+            return bad(field, &size, "a kernel region may hold at most 2 GiB");
+        }
+        Ok(())
+    };
+    for (j, c) in code.iter().enumerate() {
+        let g = |k: &str| format!("{at}.code[{j}].{k}");
+        if c.size_bytes < mix.instruction_bytes as u64 {
+            return bad(
+                g("size_bytes"),
+                &c.size_bytes,
+                "must hold at least one instruction",
+            );
+        }
+        if !(c.weight > 0.0 && c.weight.is_finite()) {
+            return bad(g("weight"), &c.weight, "must be positive");
+        }
+        kernel_name(g("name"), &c.name, c.size_bytes)?;
+        check_power_law(&g, c.hot_bytes, c.exponent, c.size_bytes, origin)?;
+    }
+    if mix.loads + mix.stores > 0.0 && data.is_empty() {
+        return bad(
+            format!("{at}.data"),
+            &"(none)",
+            "loads or stores need at least one [[phase.data]] region",
+        );
+    }
+    for (j, d) in data.iter().enumerate() {
+        let g = |k: &str| format!("{at}.data[{j}].{k}");
+        if d.size_bytes < 8 {
+            return bad(g("size_bytes"), &d.size_bytes, "must be at least 8");
+        }
+        if !(d.weight > 0.0 && d.weight.is_finite()) {
+            return bad(g("weight"), &d.weight, "must be positive");
+        }
+        if d.stride_bytes == 0 {
+            return bad(g("stride_bytes"), &0, "must be positive");
+        }
+        if d.pattern != AccessPattern::PowerLaw && (d.hot_bytes.is_some() || d.exponent.is_some()) {
+            return bad(
+                g("hot_bytes"),
+                &format!("{:?}", d.pattern),
+                "hot_bytes and exponent only apply to pattern = \"power-law\"",
+            );
+        }
+        kernel_name(g("name"), &d.name, d.size_bytes)?;
+        check_power_law(&g, d.hot_bytes, d.exponent, d.size_bytes, origin)?;
+        if d.streams == 0 || d.size_bytes / (d.streams as u64) < d.stride_bytes {
+            return bad(
+                g("streams"),
+                &d.streams,
+                "each stream needs at least one stride of the region",
+            );
+        }
+    }
+    Ok(())
+}
+
+impl KernelWork {
+    fn check(&self, at: &str, origin: &Origin) -> Result<(), ModelError> {
+        let bad = |k: &str, value: &dyn std::fmt::Display, reason: &str| {
+            Err(ModelError::invalid(
+                origin,
+                format!("{at}.{k}"),
+                value,
+                reason,
+            ))
+        };
+        if !(self.share > 0.0 && self.share <= 1.0) {
+            return bad("share", &self.share, "must be a fraction in (0, 1]");
+        }
+        if self.instructions_per_entry == 0 {
+            return bad("instructions_per_entry", &0, "must be positive");
+        }
+        let locked = self.locked_per_kilo_instructions;
+        if !(0.0..=1000.0).contains(&locked) {
+            return bad(
+                "locked_per_kilo_instructions",
+                &locked,
+                "must be between 0 and 1000",
+            );
+        }
+        let mix = self.mix();
+        mix.check(at, origin)?;
+        let classes = mix.loads + mix.stores + mix.branches + locked / 1000.0;
+        if classes > 1.0 + 1e-9 {
+            return bad(
+                "locked_per_kilo_instructions",
+                &locked,
+                &format!("loads + stores + branches + locked = {classes}: more than 1"),
+            );
+        }
+        check_regions(at, &mix, &self.code, &self.data, true, origin)
+    }
+
+    fn mix(&self) -> Mix {
+        Mix {
+            ilp: self.ilp,
+            uops_per_instruction: self.uops_per_instruction,
+            loads: self.loads,
+            stores: self.stores,
+            branches: self.branches,
+            fp_ops: 0.0,
+            branch_mispredict_rate: self.branch_mispredict_rate,
+            taken_branches: self.taken_branches,
+            instruction_bytes: self.instruction_bytes,
+        }
     }
 }
 
@@ -385,6 +611,12 @@ pub const WORKLOAD_PRESETS: &[Preset] = &[
     preset!("workloads", "cpi-6"),
     preset!("workloads", "cpi-11"),
     preset!("workloads", "cpi-16"),
+    preset!("workloads/servers", "apache-mp-like"),
+    preset!("workloads/servers", "apache-mt-like"),
+    preset!("workloads/servers", "flash-like"),
+    preset!("workloads/servers", "tux-like"),
+    preset!("workloads/servers", "haboob-like"),
+    preset!("workloads/servers", "nic-irq-like"),
 ];
 
 /// The 22 SPEC CPU2000 stand-ins of thesis Table 3.3, in the table's order (integer, then FP).

@@ -548,6 +548,7 @@ pub fn derive(file: &TraceFile, name: &str, timing: &ReplayTiming) -> Result<Der
                 exponent: Some(code_alpha),
             }],
             data,
+            kernel: None,
         });
     }
     let profile = WorkloadProfile {

@@ -312,6 +312,8 @@ impl TraceStream {
                 dependent: false,
                 mispredict: false,
                 phase: 0,
+                kernel: false,
+                entry: false,
             };
             self.run = 0;
             if !falls {

@@ -117,6 +117,8 @@ struct SwThread {
     pending: Option<Instr>,
     run_issued: u32,
     samples: Vec<Sample>,
+    /// Whether the instruction being executed is a kernel one.
+    kernel: bool,
 }
 
 impl SwThread {
@@ -306,7 +308,7 @@ impl Context {
     ) -> Lookup {
         let found = mem.data(t.who, addr, write, now);
         t.counters
-            .record_path(false, &self.data_levels, found.counted_depth(now));
+            .record_path(false, &self.data_levels, found.counted_depth(now), t.kernel);
         found
     }
 
@@ -339,7 +341,7 @@ impl Context {
             self.last_fetch_line = line;
             let found = mem.fetch(t.who, line << self.fetch_shift, ready);
             t.counters
-                .record_path(true, &self.fetch_levels, found.depth);
+                .record_path(true, &self.fetch_levels, found.depth, t.kernel);
             if found.depth > 0 {
                 ready = mem.ready_time(t.who.cpu, true, found, ready);
             }
@@ -364,6 +366,9 @@ struct Core {
     cycle: f64,
     rr_next: usize,
     penalty: f64,
+    /// Cycles of one kernel entry and return, and of one locked instruction.
+    mode_switch: f64,
+    locked: f64,
 }
 
 impl Core {
@@ -452,6 +457,8 @@ impl Simulation {
                     CoreSpec::SmtOoo(s) => s.branch_mispredict_penalty_cycles as f64,
                     CoreSpec::FgmtInorder(s) => s.branch_penalty_cycles as f64,
                 },
+                mode_switch: machine.os.mode_switch_cycles as f64,
+                locked: machine.os.locked_instruction_cycles as f64,
             })
             .collect();
         let mut threads = Vec::with_capacity(plans.len());
@@ -480,6 +487,7 @@ impl Simulation {
                 pending: None,
                 run_issued: 0,
                 samples: Vec::new(),
+                kernel: false,
             });
         }
         Ok(Simulation {
@@ -685,12 +693,15 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
             .expect("active context has a thread");
         let t = &mut threads[slot];
         let instr = t.source.next_instr();
+        t.kernel = instr.kernel;
         let began = core.contexts[ci].now;
 
-        // Phase change: new timing characteristics for this thread and new rates for the core.
-        if instr.phase != core.contexts[ci].phase {
-            core.contexts[ci].phase = instr.phase;
-            core.contexts[ci].timing = t.source.phase_timing(instr.phase);
+        // Phase or mode change: new timing characteristics for this thread and new rates for
+        // the core.
+        let key = instr.timing_key();
+        if key != core.contexts[ci].phase {
+            core.contexts[ci].phase = key;
+            core.contexts[ci].timing = t.source.phase_timing(key);
             core.epoch += 1;
         }
 
@@ -719,6 +730,13 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         };
         let ctx = &mut core.contexts[ci];
         let uops = ctx.timing.uops_per_instruction;
+
+        // A kernel entry drains the pipeline on the way in and on the way out.
+        if instr.entry {
+            t.counters.kernel_entries += 1;
+            let until = ctx.now + core.mode_switch;
+            ctx.stall(t, until);
+        }
 
         // Front end: fetch lines not yet looked up; a miss stalls dispatch.
         let ready = ctx.fetch(t, mem, instr.run_pc, instr.pc, ctx.now);
@@ -812,12 +830,31 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
                     ctx.stall(t, until);
                 }
             }
+            InstrKind::Locked => {
+                // A locked read-modify-write waits for every earlier access, then holds the line.
+                t.counters.locked_instructions += 1;
+                let found = ctx.data(t, mem, instr.addr, true, ctx.now);
+                let mut until = ctx
+                    .inflight
+                    .iter()
+                    .map(|m| m.complete)
+                    .fold(ctx.now, f64::max);
+                if found.depth > 0 {
+                    until = until.max(mem.ready_time(t.who.cpu, false, found, ctx.now));
+                }
+                ctx.stall(t, until + core.locked);
+                ctx.inflight.clear();
+            }
             InstrKind::Fp => t.counters.fp_ops += 1,
             InstrKind::Int => {}
         }
         t.counters.instructions += 1;
         t.uops += uops;
         t.counters.cycles += ctx.now - began;
+        if instr.kernel {
+            t.counters.kernel_instructions += instr.run as u64 + 1;
+            t.counters.kernel_cycles += ctx.now - began;
+        }
         t.note_progress(ctx.now, window);
         note_time(ctx, threads, turn.options);
     }
@@ -900,6 +937,16 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                     let i = t.source.next_instr();
                     t.pending = Some(i);
                     t.run_issued = 0;
+                    t.kernel = i.kernel;
+                    if i.entry {
+                        // The kernel entry's mode switch: the context waits, the others issue.
+                        t.counters.kernel_entries += 1;
+                        ctx.ready_at = now + core.mode_switch;
+                        t.counters.stall_cycles += core.mode_switch as u64;
+                        if core.mode_switch > 0.0 {
+                            continue;
+                        }
+                    }
                     i
                 }
             };
@@ -954,12 +1001,23 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                         t.counters.fp_ops += 1;
                         ready = ready.max(now + fp_latency);
                     }
+                    InstrKind::Locked => {
+                        t.counters.locked_instructions += 1;
+                        let found = ctx.data(t, mem, instr.addr, true, now);
+                        if found.depth > 0 {
+                            ready = mem.ready_time(t.who.cpu, false, found, now).max(ready);
+                        }
+                        ready += core.locked;
+                    }
                     InstrKind::Int => {}
                 }
                 t.pending = None;
             }
             t.counters.stall_cycles += (ready - now - 1.0) as u64;
             t.counters.instructions += 1;
+            if t.kernel {
+                t.counters.kernel_instructions += 1;
+            }
             t.uops += 1.0;
             ctx.ready_at = ready;
             t.note_progress(now + 1.0, window);
@@ -981,7 +1039,11 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
         for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
             ctx.now = now;
             if let Some(s) = ctx.thread() {
-                threads[s].counters.cycles += now - before;
+                let t = &mut threads[s];
+                t.counters.cycles += now - before;
+                if t.kernel {
+                    t.counters.kernel_cycles += now - before;
+                }
             }
         }
         for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {

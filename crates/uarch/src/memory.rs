@@ -2,10 +2,21 @@
 //! memory path with latency plus bandwidth contention.
 
 use crate::cache::{Cache, Eviction};
+use crate::stream::KERNEL_BASE;
 use smtsched_model::{CacheContents, MachineModel, Scope};
 
 /// Bits above which an address-space tag is placed (simulated addresses stay below 2^52).
 const SPACE_SHIFT: u32 = 52;
+/// `addr` in address space `space`; kernel addresses are the same in every space.
+#[inline]
+fn tagged(space: u32, addr: u64) -> u64 {
+    if addr >= KERNEL_BASE {
+        addr
+    } else {
+        ((space as u64) << SPACE_SHIFT) | addr
+    }
+}
+
 /// Bit above which a hardware-thread tag is placed in thread-tagged caches' line numbers.
 const THREAD_TAG_SHIFT: u32 = 57;
 
@@ -329,14 +340,14 @@ impl MemorySystem {
     /// the first level, path length = memory). Use [`MemorySystem::ready_time`] for its timing.
     #[inline]
     pub fn fetch(&mut self, who: Requester, pc: u64, now: f64) -> Lookup {
-        let addr = ((who.code_space as u64) << SPACE_SHIFT) | pc;
+        let addr = tagged(who.code_space, pc);
         self.lookup(true, who, addr, false, now)
     }
 
     /// Looks up a load or store of `addr`; returns how deep the access went.
     #[inline]
     pub fn data(&mut self, who: Requester, addr: u64, write: bool, now: f64) -> Lookup {
-        let addr = ((who.data_space as u64) << SPACE_SHIFT) | addr;
+        let addr = tagged(who.data_space, addr);
         self.lookup(false, who, addr, write, now)
     }
 

@@ -1,8 +1,10 @@
 //! Instruction streams generated on the fly from a workload profile and a seed: no files, fully
 //! reproducible (DESIGN §4).
 
-use crate::rng::{threshold, SimRng};
-use smtsched_model::{AccessPattern, PhaseSpec, PowerLaw, WorkloadProfile};
+use crate::rng::{derive_seed, threshold, SimRng};
+use smtsched_model::{
+    AccessPattern, CodeRegion, DataRegion, KernelWork, PhaseSpec, PowerLaw, WorkloadProfile,
+};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -12,6 +14,9 @@ pub enum InstrKind {
     Store,
     Branch,
     Fp,
+    /// A locked read-modify-write of kernel data (an SMP kernel's spinlocks and atomics): it
+    /// drains the pipeline.
+    Locked,
 }
 
 /// Longest run of plain instructions delivered with one event (keeps threads interleaving finely).
@@ -40,6 +45,37 @@ pub struct Instr {
     pub mispredict: bool,
     /// Index of the phase this instruction belongs to.
     pub phase: u16,
+    /// Executed in the kernel (the whole run and the event).
+    pub kernel: bool,
+    /// The first instruction of a kernel entry (a system call or an interrupt): the core pays a
+    /// mode switch before it.
+    pub entry: bool,
+}
+
+impl Instr {
+    /// The key of this instruction's timing characteristics: its phase, with the top bit set for
+    /// the phase's kernel part.
+    #[inline]
+    pub fn timing_key(&self) -> u16 {
+        self.phase | ((self.kernel as u16) << 15)
+    }
+}
+
+/// Kernel code and data sit at and above this address in every address space, as a real kernel
+/// is mapped into every process: the memory system gives them no address-space tag, so a kernel
+/// line is the same line for every thread on the machine.
+pub const KERNEL_BASE: u64 = 1 << 51;
+/// Kernel data regions start here (code regions below it).
+const KERNEL_DATA_BASE: u64 = KERNEL_BASE + (1 << 50);
+/// Kernel regions are placed by name in one of this many 4 GiB slots.
+const KERNEL_SLOTS: u64 = 1 << 17;
+
+/// Where the kernel region named `name` starts (`data`: in the data half): the same place in
+/// every stream, whatever workload it runs.
+fn kernel_region_base(name: &str, data: bool) -> u64 {
+    let slot = derive_seed(0, name) % KERNEL_SLOTS;
+    let half = if data { KERNEL_DATA_BASE } else { KERNEL_BASE };
+    half + (slot << 32) + (slot % 61) * REGION_SKEW_BYTES
 }
 
 /// Something that produces a thread's instructions: a synthetic profile or a replayed trace.
@@ -67,6 +103,16 @@ impl PhaseTiming {
             loads: p.loads,
             stores: p.stores,
             fp_ops: p.fp_ops,
+        }
+    }
+
+    fn of_kernel(k: &KernelWork) -> Self {
+        PhaseTiming {
+            ilp: k.ilp,
+            uops_per_instruction: k.uops_per_instruction,
+            loads: k.loads,
+            stores: k.stores,
+            fp_ops: 0.0,
         }
     }
 }
@@ -150,12 +196,14 @@ fn skewed_fraction(q: &[f64], r: u64) -> f64 {
     q[i] + (q[i + 1] - q[i]) * frac
 }
 
+/// An instruction mix as thresholds on a random draw, with the code and data it uses.
 #[derive(Clone, Debug)]
-struct Phase {
-    instructions: u64,
+struct Mix {
     t_load: u64,
     t_store: u64,
     t_branch: u64,
+    /// Draws below this (and at or above `t_branch`) are locked instructions (kernel only).
+    t_locked: u64,
     t_fp: u64,
     t_mispredict: u32,
     t_taken: u32,
@@ -165,6 +213,23 @@ struct Phase {
     /// (cumulative weight threshold, index into `data`).
     data: Vec<(u64, usize)>,
     timing: PhaseTiming,
+}
+
+/// The kernel part of a phase.
+#[derive(Clone, Debug)]
+struct KernelPart {
+    mix: Mix,
+    /// Instructions of one entry.
+    entry_instructions: u64,
+    /// Mean user instructions between entries (0: the phase runs only in the kernel).
+    mean_gap: f64,
+}
+
+#[derive(Clone, Debug)]
+struct Phase {
+    instructions: u64,
+    mix: Mix,
+    kernel: Option<KernelPart>,
 }
 
 /// The generator for one thread running one profile.
@@ -179,6 +244,12 @@ pub struct SyntheticStream {
     pc: u64,
     area_end: u64,
     area_start: u64,
+    /// Instructions left in the current kernel entry (0: running in user mode).
+    kernel_left: u64,
+    /// User instructions until the next kernel entry (`u64::MAX` in a phase without one).
+    user_gap: u64,
+    /// Where user code resumes after the kernel entry: (pc, area start, area end).
+    user_resume: (u64, u64, u64),
 }
 
 fn cumulative(weights: impl Iterator<Item = (f64, usize)>) -> Vec<(u64, usize)> {
@@ -208,101 +279,174 @@ fn pick(table: &[(u64, usize)], r: u64) -> usize {
     table.last().map_or(0, |&(_, i)| i)
 }
 
+/// Code and data areas of a stream, interned by region name.
+#[derive(Default)]
+struct Areas {
+    code: Vec<CodeArea>,
+    data: Vec<DataState>,
+    code_names: BTreeMap<String, usize>,
+    data_names: BTreeMap<String, usize>,
+}
+
+impl Areas {
+    /// The code area of `c` (`kernel`: in the shared kernel half).
+    fn code(&mut self, c: &CodeRegion, instr_bytes: u64, kernel: bool) -> usize {
+        if let Some(&i) = (!c.name.is_empty())
+            .then(|| self.code_names.get(&c.name))
+            .flatten()
+        {
+            return i;
+        }
+        let i = self.code.len();
+        let base = if kernel {
+            kernel_region_base(&c.name, false)
+        } else {
+            (1u64 << 44) + ((i as u64 + 1) << 32) + i as u64 * REGION_SKEW_BYTES
+        };
+        self.code.push(CodeArea {
+            base,
+            size: c.size_bytes / instr_bytes * instr_bytes,
+            quantiles: c.power_law().map(|l| quantiles(&l)).unwrap_or_default(),
+        });
+        if !c.name.is_empty() {
+            self.code_names.insert(c.name.clone(), i);
+        }
+        i
+    }
+
+    /// The data area of `d` (`kernel`: in the shared kernel half).
+    fn data(&mut self, d: &DataRegion, kernel: bool) -> usize {
+        if let Some(&i) = (!d.name.is_empty())
+            .then(|| self.data_names.get(&d.name))
+            .flatten()
+        {
+            return i;
+        }
+        let i = self.data.len();
+        let base = if kernel {
+            kernel_region_base(&d.name, true)
+        } else {
+            ((i as u64 + 1) << 36) + i as u64 * REGION_SKEW_BYTES
+        };
+        let streams = d.streams.max(1) as u64;
+        let slice = (d.size_bytes / streams) / d.stride_bytes * d.stride_bytes;
+        self.data.push(DataState {
+            base,
+            size: d.size_bytes,
+            pattern: d.pattern,
+            stride: d.stride_bytes,
+            slice: slice.max(d.stride_bytes),
+            cursors: vec![0; streams as usize],
+            next_stream: 0,
+            quantiles: d.power_law().map(|l| quantiles(&l)).unwrap_or_default(),
+        });
+        if !d.name.is_empty() {
+            self.data_names.insert(d.name.clone(), i);
+        }
+        i
+    }
+
+    /// The thresholds of a mix and the areas of its regions.
+    #[allow(clippy::too_many_arguments)]
+    fn mix(
+        &mut self,
+        fractions: [f64; 5],
+        mispredict: f64,
+        taken: f64,
+        instr_bytes: u32,
+        code: &[CodeRegion],
+        data: &[DataRegion],
+        timing: PhaseTiming,
+        kernel: bool,
+    ) -> Mix {
+        let bytes = instr_bytes as u64;
+        let code_idx: Vec<(f64, usize)> = code
+            .iter()
+            .map(|c| (c.weight, self.code(c, bytes, kernel)))
+            .collect();
+        let data_idx: Vec<(f64, usize)> = data
+            .iter()
+            .map(|d| (d.weight, self.data(d, kernel)))
+            .collect();
+        let [loads, stores, branches, locked, fp] = fractions;
+        let mut acc = 0.0;
+        let mut cum = |x: f64| {
+            acc += x;
+            threshold(acc)
+        };
+        Mix {
+            t_load: cum(loads),
+            t_store: cum(stores),
+            t_branch: cum(branches),
+            t_locked: cum(locked),
+            t_fp: cum(fp),
+            t_mispredict: (threshold(mispredict) >> 32) as u32,
+            t_taken: (threshold(taken) >> 32) as u32,
+            instr_bytes: bytes,
+            code: cumulative(code_idx.into_iter()),
+            data: cumulative(data_idx.into_iter()),
+            timing,
+        }
+    }
+
+    fn phase(&mut self, p: &PhaseSpec) -> Phase {
+        let mix = self.mix(
+            [p.loads, p.stores, p.branches, 0.0, p.fp_ops],
+            p.branch_mispredict_rate,
+            p.taken_branches,
+            p.instruction_bytes,
+            &p.code,
+            &p.data,
+            PhaseTiming::of(p),
+            false,
+        );
+        let kernel = p.kernel.as_ref().map(|k| KernelPart {
+            mix: self.mix(
+                [
+                    k.loads,
+                    k.stores,
+                    k.branches,
+                    k.locked_per_kilo_instructions / 1000.0,
+                    0.0,
+                ],
+                k.branch_mispredict_rate,
+                k.taken_branches,
+                k.instruction_bytes,
+                &k.code,
+                &k.data,
+                PhaseTiming::of_kernel(k),
+                true,
+            ),
+            entry_instructions: k.instructions_per_entry,
+            mean_gap: k.instructions_per_entry as f64 * (1.0 - k.share) / k.share,
+        });
+        Phase {
+            instructions: p.instructions,
+            mix,
+            kernel,
+        }
+    }
+}
+
 impl SyntheticStream {
     /// A stream of `profile` from `seed`, starting `start_offset` instructions into its phase
     /// cycle (a staggered start).
     pub fn new(profile: &WorkloadProfile, seed: u64, start_offset: u64) -> Self {
-        let mut code: Vec<CodeArea> = Vec::new();
-        let mut data: Vec<DataState> = Vec::new();
-        let mut code_names: BTreeMap<String, usize> = BTreeMap::new();
-        let mut data_names: BTreeMap<String, usize> = BTreeMap::new();
-        let mut phases = Vec::with_capacity(profile.phase.len());
-        for p in &profile.phase {
-            let code_idx: Vec<(f64, usize)> = p
-                .code
-                .iter()
-                .map(|c| {
-                    let existing = (!c.name.is_empty())
-                        .then(|| code_names.get(&c.name).copied())
-                        .flatten();
-                    let idx = existing.unwrap_or_else(|| {
-                        let i = code.len();
-                        let base =
-                            (1u64 << 44) + ((i as u64 + 1) << 32) + i as u64 * REGION_SKEW_BYTES;
-                        let size =
-                            c.size_bytes / p.instruction_bytes as u64 * p.instruction_bytes as u64;
-                        code.push(CodeArea {
-                            base,
-                            size,
-                            quantiles: c.power_law().map(|l| quantiles(&l)).unwrap_or_default(),
-                        });
-                        if !c.name.is_empty() {
-                            code_names.insert(c.name.clone(), i);
-                        }
-                        i
-                    });
-                    (c.weight, idx)
-                })
-                .collect();
-            let data_idx: Vec<(f64, usize)> = p
-                .data
-                .iter()
-                .map(|d| {
-                    let existing = (!d.name.is_empty())
-                        .then(|| data_names.get(&d.name).copied())
-                        .flatten();
-                    let idx = existing.unwrap_or_else(|| {
-                        let i = data.len();
-                        let base = ((i as u64 + 1) << 36) + i as u64 * REGION_SKEW_BYTES;
-                        let streams = d.streams.max(1) as u64;
-                        let slice = (d.size_bytes / streams) / d.stride_bytes * d.stride_bytes;
-                        data.push(DataState {
-                            base,
-                            size: d.size_bytes,
-                            pattern: d.pattern,
-                            stride: d.stride_bytes,
-                            slice: slice.max(d.stride_bytes),
-                            cursors: vec![0; streams as usize],
-                            next_stream: 0,
-                            quantiles: d.power_law().map(|l| quantiles(&l)).unwrap_or_default(),
-                        });
-                        if !d.name.is_empty() {
-                            data_names.insert(d.name.clone(), i);
-                        }
-                        i
-                    });
-                    (d.weight, idx)
-                })
-                .collect();
-            let mut acc = 0.0;
-            let mut cum = |x: f64| {
-                acc += x;
-                threshold(acc)
-            };
-            phases.push(Phase {
-                instructions: p.instructions,
-                t_load: cum(p.loads),
-                t_store: cum(p.stores),
-                t_branch: cum(p.branches),
-                t_fp: cum(p.fp_ops),
-                t_mispredict: (threshold(p.branch_mispredict_rate) >> 32) as u32,
-                t_taken: (threshold(p.taken_branches) >> 32) as u32,
-                instr_bytes: p.instruction_bytes as u64,
-                code: cumulative(code_idx.into_iter()),
-                data: cumulative(data_idx.into_iter()),
-                timing: PhaseTiming::of(p),
-            });
-        }
+        let mut areas = Areas::default();
+        let phases = profile.phase.iter().map(|p| areas.phase(p)).collect();
         let mut s = SyntheticStream {
             rng: SimRng::new(seed),
             phases,
-            code,
-            data,
+            code: areas.code,
+            data: areas.data,
             phase: 0,
             remaining: 0,
             pc: 0,
             area_end: 0,
             area_start: 0,
+            kernel_left: 0,
+            user_gap: u64::MAX,
+            user_resume: (0, 0, 0),
         };
         // Position at the staggered start without generating the skipped instructions.
         let cycle = profile.cycle_instructions();
@@ -320,15 +464,52 @@ impl SyntheticStream {
     fn enter_phase(&mut self, phase: usize) {
         self.phase = phase;
         self.remaining = self.phases[phase].instructions;
-        self.jump();
+        self.kernel_left = 0;
+        self.user_gap = self.draw_gap();
+        self.jump(false);
     }
 
-    /// Moves the program counter to a random instruction of a code area chosen by weight.
+    /// User instructions until the next kernel entry: exponentially distributed around the
+    /// phase's mean (at least one), none in a kernel-only phase, never in a user-only phase.
+    fn draw_gap(&mut self) -> u64 {
+        match &self.phases[self.phase].kernel {
+            None => u64::MAX,
+            Some(k) if k.mean_gap <= 0.0 => 0,
+            Some(k) => {
+                let mean = k.mean_gap;
+                ((-mean * (1.0 - self.rng.unit()).ln()).round() as u64).max(1)
+            }
+        }
+    }
+
+    /// Enters the kernel: remembers where user code resumes and jumps into kernel code.
+    fn enter_kernel(&mut self) {
+        let k = self.phases[self.phase]
+            .kernel
+            .as_ref()
+            .expect("a phase with kernel work");
+        self.kernel_left = k.entry_instructions;
+        self.user_resume = (self.pc, self.area_start, self.area_end);
+        self.jump(true);
+    }
+
+    /// Returns from the kernel to where user code left off.
+    fn leave_kernel(&mut self) {
+        (self.pc, self.area_start, self.area_end) = self.user_resume;
+        self.user_gap = self.draw_gap();
+    }
+
+    /// Moves the program counter to a random instruction of a code area chosen by weight, in
+    /// the kernel's code or the user's.
     #[inline]
-    fn jump(&mut self) {
+    fn jump(&mut self, kernel: bool) {
         let p = &self.phases[self.phase];
-        let area = &self.code[pick(&p.code, self.rng.next_u64())];
-        let slots = (area.size / p.instr_bytes).max(1);
+        let m = match (&p.kernel, kernel) {
+            (Some(k), true) => &k.mix,
+            _ => &p.mix,
+        };
+        let area = &self.code[pick(&m.code, self.rng.next_u64())];
+        let slots = (area.size / m.instr_bytes).max(1);
         self.area_start = area.base;
         self.area_end = area.base + area.size;
         let slot = if area.quantiles.is_empty() {
@@ -337,7 +518,7 @@ impl SyntheticStream {
             ((skewed_fraction(&area.quantiles, self.rng.next_u64()) * slots as f64) as u64)
                 .min(slots - 1)
         };
-        self.pc = area.base + slot * p.instr_bytes;
+        self.pc = area.base + slot * m.instr_bytes;
     }
 }
 
@@ -352,26 +533,44 @@ impl InstructionSource for SyntheticStream {
             };
             self.enter_phase(next);
         }
+        let entry = self.kernel_left == 0 && self.user_gap == 0;
+        if entry {
+            self.enter_kernel();
+        }
+        let kernel = self.kernel_left > 0;
         let p = &self.phases[self.phase];
+        let m = match (&p.kernel, kernel) {
+            (Some(k), true) => &k.mix,
+            _ => &p.mix,
+        };
+        // Instructions left in this mode: the kernel entry, or user code until the next entry.
+        let mut mode_left = if kernel {
+            self.kernel_left
+        } else {
+            self.user_gap
+        };
         let run_pc = self.pc;
         let mut run = 0;
         let mut run_fp = 0;
         // Plain instructions accumulate into the run until an event, the end of the phase, the
-        // end of the code area or the run limit.
+        // end of the code area, a change of mode or the run limit.
         let r = loop {
             self.remaining -= 1;
+            mode_left -= 1;
             let r = self.rng.next_u64();
-            let last =
-                self.remaining == 0 || self.pc + p.instr_bytes >= self.area_end || run == MAX_RUN;
-            if r < p.t_branch || last {
+            let last = self.remaining == 0
+                || mode_left == 0
+                || self.pc + m.instr_bytes >= self.area_end
+                || run == MAX_RUN;
+            if r < m.t_locked || last {
                 break r;
             }
             run += 1;
-            run_fp += (r < p.t_fp) as u32;
-            self.pc += p.instr_bytes;
+            run_fp += (r < m.t_fp) as u32;
+            self.pc += m.instr_bytes;
         };
         let pc = self.pc;
-        self.pc += p.instr_bytes;
+        self.pc += m.instr_bytes;
         if self.pc >= self.area_end {
             self.pc = self.area_start;
         }
@@ -379,39 +578,57 @@ impl InstructionSource for SyntheticStream {
             run,
             run_fp,
             run_pc,
-            instr_bytes: p.instr_bytes as u32,
+            instr_bytes: m.instr_bytes as u32,
             kind: InstrKind::Int,
             pc,
             addr: 0,
             dependent: false,
             mispredict: false,
             phase: self.phase as u16,
+            kernel,
+            entry,
         };
-        if r < p.t_store {
-            instr.kind = if r < p.t_load {
+        let t_taken = m.t_taken;
+        let t_mispredict = m.t_mispredict;
+        if r < m.t_store || (r >= m.t_branch && r < m.t_locked) {
+            instr.kind = if r < m.t_load {
                 InstrKind::Load
-            } else {
+            } else if r < m.t_store {
                 InstrKind::Store
+            } else {
+                InstrKind::Locked
             };
-            let region = pick(&p.data, self.rng.next_u64());
+            let region = pick(&m.data, self.rng.next_u64());
             let d = &mut self.data[region];
             instr.dependent =
                 d.pattern == AccessPattern::PointerChase && instr.kind == InstrKind::Load;
             instr.addr = d.address(&mut self.rng);
-        } else if r < p.t_branch {
+        } else if r < m.t_branch {
             instr.kind = InstrKind::Branch;
             let r2 = self.rng.next_u64();
-            instr.mispredict = (r2 as u32) < p.t_mispredict;
-            if ((r2 >> 32) as u32) < p.t_taken {
-                self.jump();
+            instr.mispredict = (r2 as u32) < t_mispredict;
+            if ((r2 >> 32) as u32) < t_taken {
+                self.jump(kernel);
             }
-        } else if r < p.t_fp {
+        } else if r < m.t_fp {
             instr.kind = InstrKind::Fp;
+        }
+        if kernel {
+            self.kernel_left = mode_left;
+            if mode_left == 0 {
+                self.leave_kernel();
+            }
+        } else {
+            self.user_gap = mode_left;
         }
         instr
     }
 
-    fn phase_timing(&self, index: u16) -> PhaseTiming {
-        self.phases[index as usize].timing
+    fn phase_timing(&self, key: u16) -> PhaseTiming {
+        let p = &self.phases[(key & 0x7fff) as usize];
+        match &p.kernel {
+            Some(k) if key & 0x8000 != 0 => k.mix.timing,
+            _ => p.mix.timing,
+        }
     }
 }
