@@ -208,6 +208,7 @@ impl RateModel for ReuseRateModel {
                             epc.set(CounterEvent::LlcMisses, llc * t.refs_per_instr * ipc);
                             epc
                         },
+                        kernel_share: 0.0,
                     }
                 })
             })

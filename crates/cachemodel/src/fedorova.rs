@@ -540,6 +540,8 @@ impl Mix {
                 })
                 .collect(),
             groups: Vec::new(),
+            devices: Vec::new(),
+            clients: Vec::new(),
         }
     }
 }

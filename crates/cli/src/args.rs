@@ -269,6 +269,10 @@ pub struct RunArgs {
     /// or `smtsched measure pairs -o`).
     #[arg(long, default_value = "simulated")]
     pub oracle: String,
+    /// Kernel build the workloads' kernel work runs on: `smp` (spinlocks and atomics execute
+    /// locked instructions) or `up` (they compile away), as Ruan et al.'s 1T-SMP and 1T-UP.
+    #[arg(long, default_value = "smp", value_parser = ["smp", "up"])]
+    pub kernel: String,
     /// Estimator for the policies: `thesis` (the Northwood regression), `perfect` (the oracle's
     /// true PR), `matrix:FILE` (a measured PR matrix looked up by each task's workload, as the
     /// agent does without hardware counters), or a model FILE (JSON/TOML written by `smtsched

@@ -259,3 +259,79 @@ fn run_writes_a_perfetto_trace() {
         .collect();
     assert_eq!(names, ["cpu 0", "cpu 1", "cpu 2", "cpu 3"]);
 }
+
+/// The shipped server task set from the command line: a table of throughput and response times
+/// whose figures agree with each other (Mb/s = requests/s x response bytes; Little's law for the
+/// closed loop), and a one-line error for interrupts routed to a CPU not in use.
+#[test]
+fn a_web_server_set_reports_throughput_and_response_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let set = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tasksets/specweb96-flash.toml"
+    );
+    let out = smtsched(
+        d,
+        &[
+            "run",
+            "-t",
+            set,
+            "-m",
+            "xeon-ruan",
+            "--cpus",
+            "0-1",
+            "-p",
+            "naive",
+            "--duration",
+            "3",
+            "--stagger",
+            "1",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run = &v["results"][0]["runs"][0];
+    let s = &run["servers"][0];
+    let rps = s["requests_per_s"].as_f64().unwrap();
+    let mbps = s["megabits_per_s"].as_f64().unwrap();
+    assert!(rps > 1000.0, "{rps} requests/s");
+    assert!((mbps - rps * 15_027.0 * 8.0 / 1e6).abs() < 1e-6 * mbps);
+    let mean_s = s["response_ms"]["mean"].as_f64().unwrap() / 1e3;
+    assert!(
+        (rps * mean_s - 1024.0).abs() < 1024.0 * 0.05,
+        "X R = {}",
+        rps * mean_s
+    );
+    let kernel = run["kernel"]["kernel_share"].as_f64().unwrap();
+    assert!(kernel > 0.75 && kernel < 1.0, "kernel share {kernel}");
+    // Interrupts routed only to CPU 3, which is not in use: a one-line error naming the field.
+    let text = std::fs::read_to_string(set)
+        .unwrap()
+        .replace("irq_cpus = \"0-3\"", "irq_cpus = \"3\"");
+    std::fs::write(d.join("offline.toml"), text).unwrap();
+    assert_bad_input(
+        &smtsched(
+            d,
+            &[
+                "run",
+                "-t",
+                "offline.toml",
+                "-m",
+                "xeon-ruan",
+                "--cpus",
+                "0-1",
+                "--duration",
+                "3",
+                "--stagger",
+                "1",
+            ],
+        ),
+        &["offline.toml", "device[0].irq_cpus = \"3\""],
+    );
+}

@@ -189,6 +189,43 @@ pub fn task_table(results: &[PolicyRuns]) -> String {
     t.render()
 }
 
+/// Servers: one row per policy and client group (means over repetitions; response times of
+/// the first repetition, `-` where no response completed in the window).
+pub fn server_table(results: &[PolicyRuns]) -> String {
+    let mut t = Table::new([
+        "policy", "clients", "req/s", "Mb/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "kernel",
+        "irq", "instr/B",
+    ]);
+    for p in results {
+        for (i, s) in p.runs[0].servers.iter().enumerate() {
+            let mean =
+                |f: &dyn Fn(&Metrics) -> f64| mean_sd(&p.runs.iter().map(f).collect::<Vec<_>>()).0;
+            let resp = |q: fn(&crate::metrics::ResponseTimes) -> f64| {
+                s.response_ms
+                    .as_ref()
+                    .map_or("-".into(), |r| format!("{:.3}", q(r)))
+            };
+            let k = |f: fn(&crate::sim::KernelTotals) -> f64| {
+                format!("{:.3}", mean(&|r| r.kernel.as_ref().map_or(0.0, f)))
+            };
+            t.row([
+                p.policy.clone(),
+                s.name.clone(),
+                format!("{:.0}", mean(&|r| r.servers[i].requests_per_s)),
+                format!("{:.1}", mean(&|r| r.servers[i].megabits_per_s)),
+                resp(|r| r.p50),
+                resp(|r| r.p90),
+                resp(|r| r.p99),
+                resp(|r| r.p999),
+                k(|k| k.kernel_share),
+                k(|k| k.interrupt_share),
+                format!("{:.2}", mean(&|r| r.servers[i].instructions_per_byte)),
+            ]);
+        }
+    }
+    t.render()
+}
+
 /// The stretches each task held a CPU between `t0_s` and `t1_s` (seconds since the start),
 /// labelled "name (pid)".
 pub fn segments(r: &Metrics, t0_s: f64, t1_s: f64) -> Vec<Segment> {
@@ -373,6 +410,8 @@ impl Experiment {
             name: self.name.clone(),
             tasks: self.tasks.clone(),
             groups: self.groups.clone(),
+            devices: Vec::new(),
+            clients: Vec::new(),
         }
     }
 }

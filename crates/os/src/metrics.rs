@@ -80,6 +80,70 @@ pub struct Metrics {
     #[serde(skip)]
     pub estimate_samples: Vec<EstimateSample>,
     pub per_bench: Vec<BenchStats>,
+    /// Per `[[clients]]` group of a server set: throughput and response times in the window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<ServerStats>,
+    /// Busy time and its kernel and interrupt shares, for a set with devices.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<crate::sim::KernelTotals>,
+}
+
+/// What the clients of a server saw in the measurement window.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct ServerStats {
+    pub name: String,
+    /// Responses completed in the window to requests sent in it.
+    pub completed: usize,
+    pub requests_per_s: f64,
+    pub megabits_per_s: f64,
+    /// Response time percentiles (send to last byte leaving the server), ms; `None` without
+    /// responses.
+    pub response_ms: Option<ResponseTimes>,
+    /// Instructions the server's tasks retired per response byte (Ruan's IPB, without the
+    /// interrupt work).
+    pub instructions_per_byte: f64,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct ResponseTimes {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+}
+
+impl ServerStats {
+    pub(crate) fn of(
+        name: &str,
+        mut ms: Vec<f64>,
+        seconds: f64,
+        response_bytes: u64,
+        instructions: f64,
+    ) -> ServerStats {
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let q = |p: f64| smtsched_report::stats::quantile_sorted(&ms, p);
+        let bytes = n as f64 * response_bytes as f64;
+        ServerStats {
+            name: name.to_string(),
+            completed: n,
+            requests_per_s: n as f64 / seconds,
+            megabits_per_s: bytes * 8.0 / seconds / 1e6,
+            response_ms: (n > 0).then(|| ResponseTimes {
+                mean: ms.iter().sum::<f64>() / n as f64,
+                p50: q(0.5),
+                p90: q(0.9),
+                p99: q(0.99),
+                p999: q(0.999),
+            }),
+            instructions_per_byte: if bytes > 0.0 {
+                instructions / bytes
+            } else {
+                0.0
+            },
+        }
+    }
 }
 
 /// The summary numbers of one simulation.

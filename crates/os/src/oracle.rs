@@ -53,6 +53,8 @@ pub struct ThreadRate {
     /// Instructions per cycle.
     pub ipc: f64,
     pub epc: Epc,
+    /// Share of its cycles spent in the kernel.
+    pub kernel_share: f64,
 }
 
 /// An oracle for questions of CPU time alone: every task runs at its solo speed whatever its
@@ -69,6 +71,7 @@ impl Oracle for NoInterference {
                     pr: 1.0,
                     ipc: 1.0,
                     epc: Epc::default(),
+                    kernel_share: 0.0,
                 })
             })
             .collect()
@@ -159,6 +162,11 @@ pub trait Oracle: Send + Sync {
     fn refill_cycles(&self, workload: u32) -> f64;
     /// Instructions per cycle of the workload alone, in a phase.
     fn solo_ipc(&self, o: Occupant) -> f64;
+    /// Cycles one pass over all of a workload's phases takes alone (a server's request), where
+    /// the backend knows the workload's instructions.
+    fn pass_solo_cycles(&self, _workload: u32) -> Option<f64> {
+        None
+    }
     fn describe(&self) -> String;
 }
 
@@ -334,6 +342,7 @@ impl SimulatedOracle {
                     pr: ipc / solo_ipc,
                     ipc,
                     epc: epc_of(&th.window, self.llc_level),
+                    kernel_share: th.window.kernel_share(),
                 }
             })
             .collect()
@@ -412,6 +421,18 @@ impl Oracle for SimulatedOracle {
 
     fn solo_ipc(&self, o: Occupant) -> f64 {
         self.solo_of(o).0
+    }
+
+    fn pass_solo_cycles(&self, workload: u32) -> Option<f64> {
+        let p = &self.workloads[workload as usize];
+        let cycles = (0..p.phase.len()).map(|i| {
+            let o = Occupant {
+                workload,
+                phase: i as u16,
+            };
+            p.phase[i].instructions as f64 / self.solo_of(o).0
+        });
+        Some(cycles.sum())
     }
 
     fn describe(&self) -> String {
@@ -525,6 +546,7 @@ impl Oracle for MeasuredOracle {
                 pr,
                 ipc: epc[CounterEvent::Instructions],
                 epc,
+                kernel_share: 0.0,
             });
         }
         out

@@ -15,6 +15,55 @@ pub struct TaskSetSpec {
     /// CPU-controller groups (cgroups) that tasks may belong to.
     #[serde(default, rename = "group", skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<GroupSpec>,
+    /// Devices that raise interrupts (a network card).
+    #[serde(default, rename = "device", skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceSpec>,
+    /// Clients that send requests to the tasks that `serve` them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientsSpec>,
+}
+
+/// A device whose interrupts (the handler and its softirq) run as kernel work on the CPU its IRQ
+/// affinity names, preempting the task there or waking the CPU from its idle halt.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    pub name: String,
+    /// The handler's work: a workload (normally all kernel work, `kernel.share = 1`).
+    pub workload: String,
+    /// Instructions of one interrupt, handler and softirq together.
+    pub instructions_per_interrupt: u64,
+    /// IRQ affinity (`/proc/irq/N/smp_affinity_list`): the interrupt goes to the first CPU of
+    /// the list that is in use.
+    pub irq_cpus: String,
+    /// Interrupts per second of a steady stream (a bulk TCP receive), besides those requests
+    /// raise; 0 = none.
+    #[serde(default)]
+    pub rate_per_s: f64,
+}
+
+/// Clients of a server: closed loop (`connections`, each waiting for its response and thinking
+/// before the next request) or open loop (`rate_per_s`, Poisson arrivals).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ClientsSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_per_s: Option<f64>,
+    /// Mean think time between a response and the connection's next request (exponential).
+    #[serde(default)]
+    pub think_ms: f64,
+    /// Bytes of one response (for Mb/s and per-byte rates).
+    pub response_bytes: u64,
+    /// The device whose interrupts carry the requests and responses.
+    pub device: String,
+    /// Interrupts a request costs on the receive side before the server sees it, and on the
+    /// transmit side after its response (fractions: interrupt coalescing shares one interrupt
+    /// among several requests).
+    pub rx_interrupts_per_request: f64,
+    pub tx_interrupts_per_request: f64,
 }
 
 /// A cgroup with a CPU weight: its tasks share the group's weight among themselves (hierarchical
@@ -71,6 +120,17 @@ pub struct TaskSpec {
     /// names a built-in kernel (`smtsched host kernels`), the agent runs that kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// The `[[clients]]` whose requests this task serves: it waits for a request, runs one pass
+    /// over its workload's phases per request, and waits again (`run_seconds` is unused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serves: Option<String>,
+    /// Copies of this task (a server's worker processes or threads).
+    #[serde(default = "default_copies")]
+    pub copies: u32,
+}
+
+fn default_copies() -> u32 {
+    1
 }
 
 fn default_run_seconds() -> f64 {
@@ -113,6 +173,8 @@ impl TaskSpec {
             group: None,
             trust: None,
             command: None,
+            serves: None,
+            copies: 1,
         }
     }
 
@@ -196,8 +258,142 @@ impl TaskSetSpec {
                     ));
                 }
             }
+            if !(1..=4096).contains(&t.copies) {
+                return Err(format!("{} = {}: must be 1 to 4096", f("copies"), t.copies));
+            }
+            if let Some(c) = &t.serves {
+                if !self.clients.iter().any(|k| &k.name == c) {
+                    return Err(format!(
+                        "{} = {c:?}: no [[clients]] has that name",
+                        f("serves")
+                    ));
+                }
+                if t.block.is_some() || t.fork.is_some() {
+                    return Err(format!(
+                        "{}: a server task waits for requests; it cannot also block or fork",
+                        f("serves")
+                    ));
+                }
+            }
+        }
+        self.validate_devices()?;
+        self.validate_clients()
+    }
+
+    fn validate_devices(&self) -> Result<(), String> {
+        for (i, d) in self.devices.iter().enumerate() {
+            let f = |k: &str| format!("device[{i}].{k}");
+            if d.name.is_empty() || self.devices[..i].iter().any(|e| e.name == d.name) {
+                return Err(format!(
+                    "{} = {:?}: device names must be non-empty and distinct",
+                    f("name"),
+                    d.name
+                ));
+            }
+            if d.instructions_per_interrupt == 0 {
+                return Err(format!(
+                    "{} = 0: must be positive",
+                    f("instructions_per_interrupt")
+                ));
+            }
+            match CpuSet::parse(&d.irq_cpus) {
+                Ok(s) if !s.is_empty() => {}
+                Ok(_) => {
+                    return Err(format!(
+                        "{} = {:?}: names no CPU",
+                        f("irq_cpus"),
+                        d.irq_cpus
+                    ))
+                }
+                Err(e) => return Err(format!("{} = {:?}: {e}", f("irq_cpus"), d.irq_cpus)),
+            }
+            if !(d.rate_per_s >= 0.0 && d.rate_per_s <= 10_000_000.0) {
+                return Err(format!(
+                    "{} = {}: must be 0 to 10000000 interrupts per second",
+                    f("rate_per_s"),
+                    d.rate_per_s
+                ));
+            }
         }
         Ok(())
+    }
+
+    fn validate_clients(&self) -> Result<(), String> {
+        for (i, c) in self.clients.iter().enumerate() {
+            let f = |k: &str| format!("clients[{i}].{k}");
+            if c.name.is_empty() || self.clients[..i].iter().any(|e| e.name == c.name) {
+                return Err(format!(
+                    "{} = {:?}: client names must be non-empty and distinct",
+                    f("name"),
+                    c.name
+                ));
+            }
+            match (c.connections, c.rate_per_s) {
+                (Some(n), None) if (1..=100_000).contains(&n) => {}
+                (Some(n), None) => {
+                    return Err(format!("{} = {n}: must be 1 to 100000", f("connections")))
+                }
+                (None, Some(r)) if r > 0.0 && r <= 10_000_000.0 => {}
+                (None, Some(r)) => {
+                    return Err(format!(
+                        "{} = {r}: must be a positive rate up to 10000000 per second",
+                        f("rate_per_s")
+                    ))
+                }
+                _ => {
+                    return Err(format!(
+                        "{}: give either connections (closed loop) or rate_per_s (open loop)",
+                        f("connections")
+                    ))
+                }
+            }
+            if !(c.think_ms >= 0.0 && c.think_ms.is_finite()) {
+                return Err(format!(
+                    "{} = {}: must be non-negative",
+                    f("think_ms"),
+                    c.think_ms
+                ));
+            }
+            if c.response_bytes == 0 {
+                return Err(format!("{} = 0: must be positive", f("response_bytes")));
+            }
+            if !self.devices.iter().any(|d| d.name == c.device) {
+                return Err(format!(
+                    "{} = {:?}: no [[device]] has that name",
+                    f("device"),
+                    c.device
+                ));
+            }
+            for (k, v) in [
+                ("rx_interrupts_per_request", c.rx_interrupts_per_request),
+                ("tx_interrupts_per_request", c.tx_interrupts_per_request),
+            ] {
+                if !(0.0..=1000.0).contains(&v) {
+                    return Err(format!("{} = {v}: must be 0 to 1000", f(k)));
+                }
+            }
+            if !self
+                .tasks
+                .iter()
+                .any(|t| t.serves.as_deref() == Some(c.name.as_str()))
+            {
+                return Err(format!(
+                    "{} = {:?}: no task serves these clients",
+                    f("name"),
+                    c.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The workloads of the oracle a simulation of this set uses: every task's, then every
+    /// device's handler.
+    pub fn oracle_workloads(&self) -> Vec<String> {
+        let tasks = self.tasks.iter().map(|t| t.workload.clone());
+        tasks
+            .chain(self.devices.iter().map(|d| d.workload.clone()))
+            .collect()
     }
 
     /// A set of plain looping tasks, one per workload name.
@@ -206,6 +402,8 @@ impl TaskSetSpec {
             name: names.join("+"),
             tasks: names.iter().map(|w| TaskSpec::new(w)).collect(),
             groups: Vec::new(),
+            devices: Vec::new(),
+            clients: Vec::new(),
         }
     }
 }

@@ -26,6 +26,8 @@ fn tasks(n: usize) -> TaskSetSpec {
             })
             .collect(),
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     }
 }
 

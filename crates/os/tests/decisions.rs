@@ -28,6 +28,8 @@ fn set(names: &[&str]) -> TaskSetSpec {
             })
             .collect(),
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     }
 }
 

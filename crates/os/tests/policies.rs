@@ -105,6 +105,8 @@ fn time_slices_follow_nice_to_ticks() {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 15)],
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     };
     let r = run(
         &m,
@@ -143,6 +145,8 @@ fn basic_never_leaves_a_package_idle_while_two_tasks_share_the_other() {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 0)],
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     };
     for t in &mut set.tasks {
         t.block = Some(BlockSpec {
@@ -175,6 +179,8 @@ fn fair_gives_a_task_that_suffers_more_cpu_time() {
         name: "t".into(),
         tasks: vec![task("x", 0), task("x", 0), task("y", 0), task("y", 0)],
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     };
     let share = |policy| {
         let r = run(
@@ -219,6 +225,8 @@ fn optimal_is_never_beaten_on_small_sets() {
             name: "t".into(),
             tasks: set.iter().map(|w| task(w, 0)).collect(),
             groups: Vec::new(),
+            devices: Vec::new(),
+            clients: Vec::new(),
         };
         let best = run(
             &m,
@@ -261,6 +269,8 @@ fn identical_seeds_give_identical_timelines() {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 5), task("c", 0)],
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     };
     set.tasks[1].block = Some(BlockSpec {
         run_ms: 30.0,
@@ -286,6 +296,8 @@ fn estimating_every_tick_costs_what_it_is_told() {
         name: "t".into(),
         tasks: vec![task("a", 0), task("b", 0)],
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     };
     let speedup = |cost| {
         let mut c = config(Baseline::Linux24, 300.0, "0,2", 1);
@@ -317,6 +329,8 @@ fn a_forking_family_alone_runs_at_full_speed_and_counts_its_runs() {
         name: "t".into(),
         tasks: vec![t],
         groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
     };
     let r = run(
         &m,

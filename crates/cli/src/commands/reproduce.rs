@@ -54,7 +54,13 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
             if reps == 0 {
                 return Err(bad_input("--repetitions 0: at least one is needed"));
             }
-            let orc = oracle("simulated", &m, &set, a.seed)?;
+            let orc = oracle(
+                "simulated",
+                &m,
+                &set,
+                a.seed,
+                smtsched_model::KernelBuild::Smp,
+            )?;
             let results =
                 simulate(&m, orc.as_ref(), &set, &e.policies, reps, &cfg).map_err(bad_input)?;
             if a.json {

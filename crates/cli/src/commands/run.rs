@@ -4,8 +4,11 @@ use super::{json_out, out, parse_policies, write_file};
 use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
+use smtsched_model::KernelBuild;
 use smtsched_model::{expand_workload_list, load_workload, CpuSet, PrMatrix, WorkloadProfile};
-use smtsched_os::experiment::{perfetto_of, policy_table, simulate, task_table, timeline_svg_of};
+use smtsched_os::experiment::{
+    perfetto_of, policy_table, server_table, simulate, task_table, timeline_svg_of,
+};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
 use smtsched_os::policy::DecisionRecord;
 use smtsched_os::sim::{Baseline, Corunners, Estimator, SimConfig};
@@ -56,19 +59,21 @@ pub fn estimator(model: &str) -> Result<Estimator> {
     })
 }
 
-/// The oracle a run uses, for the workloads of `set` (oracle workload `i` = task `i`).
+/// The oracle a run uses, for the workloads of `set` (oracle workload `i` = task `i`, then the
+/// devices' handlers).
 pub fn oracle(
     spec: &str,
     m: &smtsched_model::MachineModel,
     set: &TaskSetSpec,
     seed: u64,
+    build: KernelBuild,
 ) -> Result<Box<dyn Oracle>> {
     if let Some(file) = spec.strip_prefix("measured:") {
         let text = std::fs::read_to_string(file)
             .map_err(|e| bad_input(format!("--oracle {file}: {e}")))?;
         let matrix: PrMatrix = serde_json::from_str(&text)
             .map_err(|e| bad_input(format!("--oracle {file}: not a PR matrix file: {e}")))?;
-        let names: Vec<String> = set.tasks.iter().map(|t| t.workload.clone()).collect();
+        let names = set.oracle_workloads();
         return Ok(Box::new(
             MeasuredOracle::new(m.clone(), matrix, &names)
                 .map_err(|e| bad_input(format!("--oracle {file}: {e}")))?,
@@ -80,9 +85,9 @@ pub fn oracle(
         )));
     }
     let profiles: Vec<WorkloadProfile> = set
-        .tasks
+        .oracle_workloads()
         .iter()
-        .map(|t| load_workload(&t.workload, &[]))
+        .map(|w| load_workload(w, &[]).map(|p| p.built_for(build)))
         .collect::<Result<_, _>>()?;
     Ok(Box::new(SimulatedOracle::new(
         m.clone(),
@@ -129,7 +134,11 @@ pub fn run(a: RunArgs) -> Result<()> {
         .map(CpuSet::parse)
         .transpose()
         .map_err(|e| bad_input(format!("--cpus: {e}")))?;
-    let oracle = oracle(&a.oracle, &m, &set, a.seed)?;
+    let build = match a.kernel.as_str() {
+        "up" => KernelBuild::Up,
+        _ => KernelBuild::Smp,
+    };
+    let oracle = oracle(&a.oracle, &m, &set, a.seed, build)?;
     let mut cfg = SimConfig::new(baseline, a.duration, a.seed);
     cfg.hz = a.hz.unwrap_or(baseline.default_hz());
     cfg.stagger_s = a.stagger;
@@ -233,5 +242,10 @@ pub fn run(a: RunArgs) -> Result<()> {
     ))?;
     out(&policy_table(&results))?;
     out("\n")?;
-    out(&task_table(&results))
+    out(&task_table(&results))?;
+    if !results[0].runs[0].servers.is_empty() {
+        out("\n")?;
+        out(&server_table(&results))?;
+    }
+    Ok(())
 }

@@ -533,7 +533,13 @@ fn ablation(a: AblationArgs) -> Result<()> {
         if reps == 0 {
             return Err(bad_input("--repetitions 0: at least one is needed"));
         }
-        let orc = oracle("simulated", &m, &set, a.seed)?;
+        let orc = oracle(
+            "simulated",
+            &m,
+            &set,
+            a.seed,
+            smtsched_model::KernelBuild::Smp,
+        )?;
         let mut by_est = Vec::new();
         for (label, est) in &estimators {
             let mut cfg = SimConfig::new(e.baseline, a.duration.unwrap_or(e.duration_s), a.seed);

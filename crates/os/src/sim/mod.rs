@@ -12,6 +12,7 @@
 mod linux24;
 mod modern;
 mod period;
+mod server;
 
 use crate::estimate::LinearModel;
 use crate::metrics::{Metrics, RunRecord, Switch};
@@ -25,6 +26,7 @@ use smtsched_uarch::rng::{derive_seed, SimRng};
 use std::sync::Arc;
 
 pub use linux24::nice_to_ticks;
+pub use server::KernelTotals;
 
 /// Which base scheduler the policy steers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -206,6 +208,8 @@ struct Task {
     pr_estimate: Option<f64>,
     /// What the current period has seen of it.
     acc: PeriodAcc,
+    /// A server task's request in progress.
+    serving: Option<server::Request>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -282,6 +286,8 @@ pub struct OsSim<'a> {
     /// Each benchmark's CPU cycles when the measurement window opened.
     window_cpu: Option<Vec<f64>>,
     rate_memo: std::collections::HashMap<Vec<Option<Occupant>>, Vec<Option<ThreadRate>>>,
+    /// Interrupts and requests: the kernel's own work.
+    kernel: server::KernelWork,
 }
 
 impl<'a> OsSim<'a> {
@@ -376,6 +382,18 @@ impl<'a> OsSim<'a> {
             _ => false,
         };
         let period_cycles = policy.period_ns() as f64 * 1e-9 * hz_cycles;
+        let kernel = server::KernelWork::new(
+            set,
+            &online,
+            hz_cycles,
+            |w| {
+                oracle.solo_ipc(Occupant {
+                    workload: w,
+                    phase: 0,
+                })
+            },
+            |bench| oracle.pass_solo_cycles(bench as u32),
+        )?;
         let sim = OsSim {
             machine,
             oracle,
@@ -419,6 +437,7 @@ impl<'a> OsSim<'a> {
             core_sched: false,
             window_cpu: None,
             rate_memo: Default::default(),
+            kernel,
             config,
         };
         // Warm the oracle with every situation of up to one task per CPU of a core.
@@ -427,7 +446,12 @@ impl<'a> OsSim<'a> {
     }
 
     fn warm_oracle(&self) {
-        let n = self.specs.len() as u32;
+        let n = (self.specs.len() + self.kernel.irq_workloads()) as u32;
+        let phases = |w: u32| {
+            self.phase_cycles
+                .get(w as usize)
+                .map_or(1, |p| p.len() as u16)
+        };
         let tpc = self.machine.topology.threads_per_core as usize;
         let core0: Vec<usize> = (0..self.cpus.len()).filter(|&c| self.online[c]).collect();
         let first = core0[0];
@@ -446,7 +470,7 @@ impl<'a> OsSim<'a> {
             .collect();
         let mut situations = Vec::new();
         for a in 0..n {
-            for phase_a in 0..self.phase_cycles[a as usize].len() as u16 {
+            for phase_a in 0..phases(a) {
                 let mut s = vec![None; self.cpus.len()];
                 s[first] = Some(Occupant {
                     workload: a,
@@ -455,7 +479,7 @@ impl<'a> OsSim<'a> {
                 situations.push(s.clone());
                 if tpc >= 2 && siblings.len() >= 2 {
                     for b in a..n {
-                        for phase_b in 0..self.phase_cycles[b as usize].len() as u16 {
+                        for phase_b in 0..phases(b) {
                             let mut s2 = s.clone();
                             s2[siblings[1]] = Some(Occupant {
                                 workload: b,
@@ -523,6 +547,7 @@ impl<'a> OsSim<'a> {
             ipc_average: 0.0,
             pr_estimate: None,
             acc: PeriodAcc::default(),
+            serving: None,
         };
         // The slot of an exited task (no longer on a CPU) is reused, so a family that forks
         // thousands of children keeps the task table small; its statistics are kept aside.
@@ -572,10 +597,16 @@ impl<'a> OsSim<'a> {
             .map(|i| (self.rng.unit() * window_start * 0.5, i))
             .collect();
         starts.sort_by(|a, b| a.0.total_cmp(&b.0));
-        for (_, bench) in &starts {
-            let run = self.run_cycles[*bench];
-            let id = self.new_task(*bench, run, None);
-            if let Some(f) = &self.specs[*bench].fork {
+        // Further copies of a task start at their own random times.
+        for bench in 0..n {
+            for _ in 1..self.specs[bench].copies {
+                starts.push((self.rng.unit() * window_start * 0.5, bench));
+            }
+        }
+        for &(start, bench) in &starts {
+            let run = self.run_cycles[bench];
+            let id = self.new_task(bench, run, None);
+            if let Some(f) = &self.specs[bench].fork {
                 self.tasks[id].family = Some(Family {
                     children: f.children,
                     children_left: f.children,
@@ -584,10 +615,9 @@ impl<'a> OsSim<'a> {
                     parent: None,
                 });
             }
-            self.tasks[id].state = State::Blocked {
-                until: starts.iter().find(|s| s.1 == *bench).unwrap().0,
-            };
+            self.tasks[id].state = State::Blocked { until: start };
         }
+        self.start_kernel_work(window_start * 0.5);
         self.metrics.window = (window_start, end);
         self.metrics.tick_cycles = self.tick_cycles;
         self.metrics.clock_hz = self.machine.clock_ghz * 1e9;
@@ -613,7 +643,17 @@ impl<'a> OsSim<'a> {
                     t_next = t_next.min(until.max(self.now));
                 }
             }
+            if self.kernel.active() {
+                let rates = &self.rates;
+                t_next = t_next.min(
+                    self.kernel
+                        .next_event(self.now, |c| rates[c].map_or(0.0, |r| r.pr)),
+                );
+            }
             for (c, cpu) in self.cpus.iter().enumerate() {
+                if !self.kernel.irq[c].is_empty() {
+                    continue;
+                }
                 if let (Some(t), Some(r)) = (cpu.current, self.rates[c]) {
                     let task = &self.tasks[t];
                     let work = task.run_left.min(task.block_left).min(task.phase_left);
@@ -626,6 +666,9 @@ impl<'a> OsSim<'a> {
             self.advance(dt);
             self.now = t_next;
             self.task_events();
+            if self.kernel.active() {
+                self.kernel_events();
+            }
             debug_assert!(self.consistent(), "after task events at {}", self.now);
             self.wake_ups();
             debug_assert!(self.consistent(), "after wake-ups at {}", self.now);
@@ -662,6 +705,7 @@ impl<'a> OsSim<'a> {
             .take()
             .unwrap_or_else(|| vec![0.0; self.specs.len()]);
         self.metrics.finish(stats, &at_window);
+        (self.metrics.servers, self.metrics.kernel) = self.server_stats();
         self.metrics
     }
 
@@ -684,11 +728,13 @@ impl<'a> OsSim<'a> {
     fn situation(&self) -> Vec<Option<Occupant>> {
         self.cpus
             .iter()
-            .map(|c| {
-                c.current.map(|t| Occupant {
+            .enumerate()
+            .map(|(i, c)| {
+                let task = c.current.map(|t| Occupant {
                     workload: self.tasks[t].workload,
                     phase: self.tasks[t].phase,
-                })
+                });
+                self.kernel.irq_occupant(i, self.specs.len()).or(task)
             })
             .collect()
     }
@@ -718,10 +764,17 @@ impl<'a> OsSim<'a> {
         if self.periods.active() {
             self.account_period(dt);
         }
+        let in_window = self.now >= self.metrics.window.0;
         for c in 0..self.cpus.len() {
+            if self.advance_irq(c, dt, in_window) {
+                continue;
+            }
             let Some(t) = self.cpus[c].current else {
                 continue;
             };
+            if in_window && self.kernel.active() {
+                self.account_task_kernel(c, t, dt);
+            }
             let paid = self.cpus[c].debt.min(dt);
             self.cpus[c].debt -= paid;
             let useful = dt - paid;
@@ -746,6 +799,9 @@ impl<'a> OsSim<'a> {
             let Some(t) = self.cpus[c].current else {
                 continue;
             };
+            if !self.kernel.irq[c].is_empty() {
+                continue;
+            }
             if self.tasks[t].phase_left <= EPS {
                 let bench = self.tasks[t].bench;
                 let n = self.phase_cycles[bench].len() as u16;
@@ -805,6 +861,9 @@ impl<'a> OsSim<'a> {
     }
 
     fn end_of_run(&mut self, t: TaskId, cpu: CpuId) {
+        if self.tasks[t].serving.is_some() {
+            return self.end_of_request(t, cpu);
+        }
         let family = self.tasks[t].family.clone();
         match family {
             // A child finished: it exits, and its parent wakes to fork the next one.

@@ -1,0 +1,470 @@
+//! The kernel's own work in the OS simulator (DESIGN §4, §7): devices whose interrupts run as
+//! kernel work on the CPU their IRQ affinity names, preempting the task there or waking the CPU
+//! from its idle halt; and request-driven servers, whose tasks wait for requests that clients
+//! send through a device (Ruan et al.; Redstone et al.; thesis chapter 5).
+//!
+//! A CPU with interrupt work queued runs it before its task: the situation the oracle rates shows
+//! the device's handler workload there, so a handler on one sibling slows the task on the other
+//! (and shares its kernel lines) as any co-runner does. Requests travel: arrival, receive-side
+//! interrupt work on the device's CPU, the server's queue, a server task's pass over its
+//! workload's phases, transmit-side interrupt work, and (closed loop) the connection's think
+//! time before its next request.
+
+use super::{OsSim, State};
+use crate::metrics::ServerStats;
+use crate::oracle::Occupant;
+use crate::policy::TaskId;
+use crate::taskset::{ClientsSpec, DeviceSpec, TaskSetSpec};
+use smtsched_model::CpuSet;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// One request in flight.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Request {
+    clients: usize,
+    /// When the client sent it (cycles).
+    sent: f64,
+    /// The closed-loop connection that sent it.
+    connection: Option<u32>,
+}
+
+/// Interrupt work queued on a CPU: `cycles_left` of the device handler's solo time, then the
+/// request it carries (if any) reaches its server.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct IrqWork {
+    device: usize,
+    cycles_left: f64,
+    deliver: Option<Request>,
+}
+
+/// A device as the simulation routes it.
+#[derive(Clone, Debug)]
+struct Device {
+    /// The CPU its interrupts go to.
+    cpu: usize,
+    /// Solo cycles of one interrupt (handler and softirq).
+    interrupt_cycles: f64,
+    /// Mean cycles between stream interrupts (infinite: none).
+    stream_gap: f64,
+    next_stream: f64,
+}
+
+/// Per `[[clients]]`: the spec, requests waiting for a server task, and the tasks waiting for a
+/// request.
+#[derive(Clone, Debug)]
+struct Clients {
+    spec: ClientsSpec,
+    device: usize,
+    queue: VecDeque<Request>,
+    idle_servers: VecDeque<TaskId>,
+    /// Solo cycles of one request's pass over the server workload's phases.
+    request_cycles: f64,
+    latencies_cycles: Vec<f64>,
+    instructions: f64,
+}
+
+/// Everything of the kernel's own work a simulation tracks; empty for a set without devices.
+#[derive(Clone, Debug, Default)]
+pub(super) struct KernelWork {
+    devices: Vec<Device>,
+    clients: Vec<Clients>,
+    /// Client sends still to happen, by time (the bits of a non-negative `f64` order as it does).
+    sends: BinaryHeap<Reverse<(u64, usize, u32)>>,
+    /// Per CPU, interrupt work queued.
+    pub(super) irq: Vec<VecDeque<IrqWork>>,
+    /// In the measurement window: cycles CPUs ran anything, of which in the kernel, and cycles
+    /// of interrupt work.
+    busy_cycles: f64,
+    kernel_cycles: f64,
+    irq_cycles: f64,
+}
+
+/// Where the device's interrupts go: the first CPU of its IRQ affinity that is in use.
+fn irq_cpu(d: &DeviceSpec, i: usize, online: &[bool]) -> Result<usize, String> {
+    let set = CpuSet::parse(&d.irq_cpus)
+        .map_err(|e| format!("device[{i}].irq_cpus = {:?}: {e}", d.irq_cpus))?;
+    let first = set
+        .iter()
+        .map(|c| c as usize)
+        .find(|&c| online.get(c).copied().unwrap_or(false));
+    first.ok_or_else(|| {
+        format!(
+            "device[{i}].irq_cpus = {:?}: none of these CPUs is in use, so its interrupts \
+                 would go nowhere",
+            d.irq_cpus
+        )
+    })
+}
+
+impl KernelWork {
+    /// Routes `set`'s devices and clients onto the CPUs in use. `solo_ipc(w)` is the solo IPC
+    /// of oracle workload `w`; `pass_cycles(bench)` the solo cycles of one pass over a task's
+    /// workload.
+    pub(super) fn new(
+        set: &TaskSetSpec,
+        online: &[bool],
+        clock_hz: f64,
+        solo_ipc: impl Fn(u32) -> f64,
+        pass_cycles: impl Fn(usize) -> Option<f64>,
+    ) -> Result<KernelWork, String> {
+        let n_tasks = set.tasks.len() as u32;
+        let mut devices = Vec::new();
+        for (i, d) in set.devices.iter().enumerate() {
+            let ipc = solo_ipc(n_tasks + i as u32);
+            devices.push(Device {
+                cpu: irq_cpu(d, i, online)?,
+                interrupt_cycles: d.instructions_per_interrupt as f64 / ipc,
+                stream_gap: if d.rate_per_s > 0.0 {
+                    clock_hz / d.rate_per_s
+                } else {
+                    f64::INFINITY
+                },
+                next_stream: f64::INFINITY,
+            });
+        }
+        let mut clients = Vec::new();
+        for c in &set.clients {
+            let server = set
+                .tasks
+                .iter()
+                .position(|t| t.serves.as_deref() == Some(c.name.as_str()))
+                .expect("validated: a task serves every client group");
+            let request_cycles = pass_cycles(server).ok_or_else(|| {
+                format!(
+                    "clients {:?}: server tasks need an oracle that knows the workload's \
+                     instructions (--oracle simulated)",
+                    c.name
+                )
+            })?;
+            clients.push(Clients {
+                spec: c.clone(),
+                device: set
+                    .devices
+                    .iter()
+                    .position(|d| d.name == c.device)
+                    .expect("validated: the device exists"),
+                queue: VecDeque::new(),
+                idle_servers: VecDeque::new(),
+                request_cycles,
+                latencies_cycles: Vec::new(),
+                instructions: 0.0,
+            });
+        }
+        Ok(KernelWork {
+            devices,
+            clients,
+            sends: BinaryHeap::new(),
+            irq: vec![VecDeque::new(); online.len()],
+            busy_cycles: 0.0,
+            kernel_cycles: 0.0,
+            irq_cycles: 0.0,
+        })
+    }
+
+    pub(super) fn active(&self) -> bool {
+        !self.devices.is_empty()
+    }
+
+    /// Oracle workloads of device handlers (after the tasks').
+    pub(super) fn irq_workloads(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// The oracle workload running on `cpu` when interrupt work is queued there.
+    pub(super) fn irq_occupant(&self, cpu: usize, tasks: usize) -> Option<Occupant> {
+        self.irq[cpu].front().map(|w| Occupant {
+            workload: (tasks + w.device) as u32,
+            phase: 0,
+        })
+    }
+
+    fn next_send(&self) -> f64 {
+        self.sends
+            .peek()
+            .map_or(f64::INFINITY, |Reverse((t, _, _))| f64::from_bits(*t))
+    }
+
+    /// The time of the next event of the kernel's work after `now`: a send, a stream
+    /// interrupt, or the end of the interrupt work at the head of a CPU's queue (`rate[c]`: the
+    /// progress rate of the handler there).
+    pub(super) fn next_event(&self, now: f64, rate: impl Fn(usize) -> f64) -> f64 {
+        let mut t = self.next_send();
+        for d in &self.devices {
+            t = t.min(d.next_stream);
+        }
+        for (c, q) in self.irq.iter().enumerate() {
+            if let Some(w) = q.front() {
+                let pr = rate(c);
+                if pr > 0.0 {
+                    t = t.min(now + w.cycles_left / pr);
+                }
+            }
+        }
+        t
+    }
+
+    fn push_send(&mut self, at: f64, clients: usize, connection: u32) {
+        self.sends
+            .push(Reverse((at.max(0.0).to_bits(), clients, connection)));
+    }
+}
+
+impl OsSim<'_> {
+    /// Starts the kernel's work: stream interrupts, the first sends of every client, server
+    /// tasks waiting for requests. `start_within` spreads the first sends over that many cycles.
+    pub(super) fn start_kernel_work(&mut self, start_within: f64) {
+        for d in 0..self.kernel.devices.len() {
+            let gap = self.kernel.devices[d].stream_gap;
+            if gap.is_finite() {
+                self.kernel.devices[d].next_stream = self.exponential(gap);
+            }
+        }
+        for c in 0..self.kernel.clients.len() {
+            let spec = &self.kernel.clients[c].spec;
+            match (spec.connections, spec.rate_per_s) {
+                (Some(n), _) => {
+                    for conn in 0..n {
+                        let at = self.rng.unit() * start_within;
+                        self.kernel.push_send(at, c, conn);
+                    }
+                }
+                (None, Some(rate)) => {
+                    let gap = self.exponential(self.clock_hz() / rate);
+                    self.kernel.push_send(gap, c, u32::MAX);
+                }
+                (None, None) => unreachable!("validated"),
+            }
+        }
+        for t in 0..self.tasks.len() {
+            let bench = self.tasks[t].bench;
+            if let Some(c) = self.server_clients(bench) {
+                self.tasks[t].state = State::Blocked {
+                    until: f64::INFINITY,
+                };
+                self.kernel.clients[c].idle_servers.push_back(t);
+            }
+        }
+    }
+
+    fn clock_hz(&self) -> f64 {
+        self.machine.clock_ghz * 1e9
+    }
+
+    /// An exponentially distributed time with mean `mean` cycles.
+    fn exponential(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.rng.unit()).ln()
+    }
+
+    /// The client group a benchmark's tasks serve.
+    pub(super) fn server_clients(&self, bench: usize) -> Option<usize> {
+        let name = self.specs[bench].serves.as_deref()?;
+        self.kernel.clients.iter().position(|c| c.spec.name == name)
+    }
+
+    /// Sends, stream interrupts and finished interrupt work due by now.
+    pub(super) fn kernel_events(&mut self) {
+        const EPS: f64 = 1e-3;
+        while self.kernel.next_send() <= self.now + 1e-6 {
+            let Reverse((_, c, conn)) = self.kernel.sends.pop().expect("peeked");
+            self.send(c, conn);
+        }
+        for d in 0..self.kernel.devices.len() {
+            while self.kernel.devices[d].next_stream <= self.now + 1e-6 {
+                let gap = self.exponential(self.kernel.devices[d].stream_gap);
+                self.kernel.devices[d].next_stream += gap;
+                let cycles = self.kernel.devices[d].interrupt_cycles;
+                self.raise(d, cycles, None);
+            }
+        }
+        for c in 0..self.cpus.len() {
+            while self.kernel.irq[c]
+                .front()
+                .is_some_and(|w| w.cycles_left <= EPS)
+            {
+                let w = self.kernel.irq[c].pop_front().expect("non-empty");
+                self.rates_valid = false;
+                if let Some(r) = w.deliver {
+                    self.deliver(r);
+                }
+            }
+        }
+    }
+
+    /// Queues `cycles` of device `d`'s interrupt work on its CPU, carrying `deliver`.
+    fn raise(&mut self, d: usize, cycles: f64, deliver: Option<Request>) {
+        if cycles <= 0.0 {
+            if let Some(r) = deliver {
+                self.deliver(r);
+            }
+            return;
+        }
+        let cpu = self.kernel.devices[d].cpu;
+        self.kernel.irq[cpu].push_back(IrqWork {
+            device: d,
+            cycles_left: cycles,
+            deliver,
+        });
+        self.rates_valid = false;
+    }
+
+    /// A client sends a request: it reaches the server after the receive-side interrupt work.
+    fn send(&mut self, c: usize, connection: u32) {
+        let cl = &self.kernel.clients[c];
+        let d = cl.device;
+        let rx = cl.spec.rx_interrupts_per_request * self.kernel.devices[d].interrupt_cycles;
+        let request = Request {
+            clients: c,
+            sent: self.now,
+            connection: (connection != u32::MAX).then_some(connection),
+        };
+        if let Some(rate) = cl.spec.rate_per_s.filter(|_| cl.spec.connections.is_none()) {
+            let gap = self.exponential(self.clock_hz() / rate);
+            self.kernel.push_send(self.now + gap, c, u32::MAX);
+        }
+        self.raise(d, rx, Some(request));
+    }
+
+    /// A request reaches its server: an idle server task takes it, or it waits in the queue.
+    fn deliver(&mut self, r: Request) {
+        match self.kernel.clients[r.clients].idle_servers.pop_front() {
+            Some(t) => {
+                self.begin_request(t, r);
+                self.become_runnable(t);
+            }
+            None => self.kernel.clients[r.clients].queue.push_back(r),
+        }
+    }
+
+    /// Server task `t` starts on request `r`: one pass over its workload's phases.
+    fn begin_request(&mut self, t: TaskId, r: Request) {
+        let bench = self.tasks[t].bench;
+        let task = &mut self.tasks[t];
+        task.serving = Some(r);
+        task.run_left = self.kernel.clients[r.clients].request_cycles;
+        task.run_started = self.now;
+        task.phase = 0;
+        task.phase_left = self.phase_cycles[bench][0];
+        self.rates_valid = false;
+    }
+
+    /// Server task `t` on `cpu` has finished its request: the response goes out (transmit-side
+    /// interrupt work), the connection thinks, and the task takes the next request or waits.
+    pub(super) fn end_of_request(&mut self, t: TaskId, cpu: usize) {
+        let r = self.tasks[t]
+            .serving
+            .take()
+            .expect("a server task serves a request");
+        let c = r.clients;
+        if self.now >= self.metrics.window.0 && r.sent >= self.metrics.window.0 {
+            self.kernel.clients[c]
+                .latencies_cycles
+                .push(self.now - r.sent);
+        }
+        let cl = &self.kernel.clients[c];
+        let d = cl.device;
+        let tx = cl.spec.tx_interrupts_per_request * self.kernel.devices[d].interrupt_cycles;
+        let think_ms = cl.spec.think_ms;
+        self.raise(d, tx, None);
+        if let Some(conn) = r.connection {
+            let think = if think_ms > 0.0 {
+                self.exponential(think_ms * 1e-3 * self.clock_hz())
+            } else {
+                0.0
+            };
+            self.kernel.push_send(self.now + think, c, conn);
+        }
+        match self.kernel.clients[c].queue.pop_front() {
+            Some(next) => self.begin_request(t, next),
+            None => {
+                self.tasks[t].run_left = f64::INFINITY;
+                self.leave_runnable(
+                    t,
+                    State::Blocked {
+                        until: f64::INFINITY,
+                    },
+                );
+                self.kernel.clients[c].idle_servers.push_back(t);
+                self.cpus[cpu].need_resched = true;
+            }
+        }
+    }
+
+    /// Runs `dt` cycles of the interrupt work queued on `cpu` (its rate is the handler's).
+    /// Returns whether the CPU ran interrupt work (and so not its task).
+    pub(super) fn advance_irq(&mut self, cpu: usize, dt: f64, in_window: bool) -> bool {
+        let Some(w) = self.kernel.irq[cpu].front_mut() else {
+            return false;
+        };
+        let r = self.rates[cpu].expect("interrupt work has a rate");
+        w.cycles_left -= dt * r.pr;
+        if in_window {
+            self.kernel.irq_cycles += dt;
+            self.kernel.busy_cycles += dt;
+            self.kernel.kernel_cycles += dt * r.kernel_share;
+        }
+        true
+    }
+
+    /// Accounts `dt` cycles of a task's running on `cpu` to the window's totals.
+    pub(super) fn account_task_kernel(&mut self, cpu: usize, t: TaskId, dt: f64) {
+        let r = self.rates[cpu].expect("a running task has a rate");
+        self.kernel.busy_cycles += dt;
+        self.kernel.kernel_cycles += dt * r.kernel_share;
+        if let Some(req) = self.tasks[t].serving {
+            self.kernel.clients[req.clients].instructions += dt * r.ipc;
+        }
+    }
+
+    /// The servers' statistics over the measurement window.
+    pub(super) fn server_stats(&self) -> (Vec<ServerStats>, Option<KernelTotals>) {
+        if !self.kernel.active() {
+            return (Vec::new(), None);
+        }
+        let (w0, w1) = self.metrics.window;
+        let seconds = (w1 - w0) / self.clock_hz();
+        let stats = self
+            .kernel
+            .clients
+            .iter()
+            .map(|c| {
+                let ms: Vec<f64> = c
+                    .latencies_cycles
+                    .iter()
+                    .map(|l| l / self.clock_hz() * 1e3)
+                    .collect();
+                ServerStats::of(
+                    &c.spec.name,
+                    ms,
+                    seconds,
+                    c.spec.response_bytes,
+                    c.instructions,
+                )
+            })
+            .collect();
+        let totals = KernelTotals {
+            busy_cycles: self.kernel.busy_cycles,
+            kernel_share: if self.kernel.busy_cycles > 0.0 {
+                self.kernel.kernel_cycles / self.kernel.busy_cycles
+            } else {
+                0.0
+            },
+            interrupt_share: if self.kernel.busy_cycles > 0.0 {
+                self.kernel.irq_cycles / self.kernel.busy_cycles
+            } else {
+                0.0
+            },
+        };
+        (stats, Some(totals))
+    }
+}
+
+/// The machine's busy time and how much of it the kernel had, over the measurement window.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct KernelTotals {
+    pub busy_cycles: f64,
+    /// Share of busy cycles in the kernel (system calls and interrupts).
+    pub kernel_share: f64,
+    /// Share of busy cycles running interrupt work.
+    pub interrupt_share: f64,
+}

@@ -1,0 +1,198 @@
+//! Interrupts and request-driven servers in the OS simulator. Expected values come from queueing
+//! laws (Little's law, an open loop's throughput equal to its offered rate) and from the
+//! handler's and the request's solo lengths, which the oracle's solo runs give independently of
+//! the OS simulation.
+
+use smtsched_model::{load_machine, load_workload, CpuSet, MachineModel};
+use smtsched_os::metrics::Metrics;
+use smtsched_os::oracle::{Occupant, Oracle, SimulatedOracle};
+use smtsched_os::policy::Naive;
+use smtsched_os::sim::{Baseline, OsSim, SimConfig};
+use smtsched_os::taskset::{ClientsSpec, DeviceSpec, TaskSetSpec, TaskSpec};
+
+const CLOCK_HZ: f64 = 3.06e9;
+
+fn xeon() -> MachineModel {
+    load_machine("xeon-ruan", &[]).unwrap()
+}
+
+fn nic(irq_cpus: &str, instructions: u64, rate_per_s: f64) -> DeviceSpec {
+    DeviceSpec {
+        name: "nic".into(),
+        workload: "nic-irq-like".into(),
+        instructions_per_interrupt: instructions,
+        irq_cpus: irq_cpus.into(),
+        rate_per_s,
+    }
+}
+
+fn clients(connections: Option<u32>, rate: Option<f64>) -> ClientsSpec {
+    ClientsSpec {
+        name: "web".into(),
+        connections,
+        rate_per_s: rate,
+        think_ms: 0.0,
+        response_bytes: 15_027,
+        device: "nic".into(),
+        rx_interrupts_per_request: 1.2,
+        tx_interrupts_per_request: 1.2,
+    }
+}
+
+fn server_set(server: &str, copies: u32, c: ClientsSpec, irq_cpus: &str) -> TaskSetSpec {
+    TaskSetSpec {
+        name: "server".into(),
+        tasks: vec![TaskSpec {
+            serves: Some("web".into()),
+            copies,
+            ..TaskSpec::new(server)
+        }],
+        groups: Vec::new(),
+        devices: vec![nic(irq_cpus, 4000, 0.0)],
+        clients: vec![c],
+    }
+}
+
+fn oracle(m: &MachineModel, set: &TaskSetSpec) -> SimulatedOracle {
+    let profiles = set
+        .oracle_workloads()
+        .iter()
+        .map(|w| load_workload(w, &[]).unwrap())
+        .collect();
+    SimulatedOracle::new(m.clone(), profiles, 1, 200_000, 400_000)
+}
+
+fn run(m: &MachineModel, o: &dyn Oracle, set: &TaskSetSpec, cpus: &str, seconds: f64) -> Metrics {
+    let mut cfg = SimConfig::new(Baseline::Modern, seconds, 3);
+    cfg.cpus = Some(CpuSet::parse(cpus).unwrap());
+    cfg.stagger_s = 1.0;
+    OsSim::new(m, o, set, Box::new(Naive), cfg).unwrap().run()
+}
+
+/// Solo cycles of `instructions` of oracle workload `w` (its first phase).
+fn solo_cycles(o: &dyn Oracle, w: u32, instructions: f64) -> f64 {
+    instructions
+        / o.solo_ipc(Occupant {
+            workload: w,
+            phase: 0,
+        })
+}
+
+#[test]
+fn a_stream_of_interrupts_takes_its_handlers_time_from_the_task_on_that_cpu() {
+    let m = xeon();
+    let set = TaskSetSpec {
+        name: "spec+ttcp".into(),
+        tasks: vec![TaskSpec {
+            run_seconds: 0.5,
+            ..TaskSpec::new("gzip-like")
+        }],
+        groups: Vec::new(),
+        devices: vec![nic("0", 20_000, 5000.0)],
+        clients: Vec::new(),
+    };
+    let o = oracle(&m, &set);
+    let r = run(&m, &o, &set, "0", 8.0);
+    // The handler alone on CPU 0 takes h cycles per interrupt; 5000 of them a second leave the
+    // task 1 - 5000 h / clock of the CPU, and it runs at its solo speed the rest of the time.
+    let h = solo_cycles(&o, 1, 20_000.0);
+    let expected = 1.0 - 5000.0 * h / CLOCK_HZ;
+    let pr = r.per_bench[0].pr.unwrap();
+    assert!(expected < 0.9, "the test needs a visible loss: {expected}");
+    assert!((pr - expected).abs() < 0.02, "PR {pr}, expected {expected}");
+    let k = r.kernel.unwrap();
+    assert!(
+        (k.interrupt_share - 5000.0 * h / CLOCK_HZ).abs() < 0.02,
+        "interrupt share {}",
+        k.interrupt_share
+    );
+}
+
+#[test]
+fn a_closed_loop_obeys_littles_law() {
+    let m = xeon();
+    let set = server_set("flash-like", 2, clients(Some(64), None), "0-3");
+    let o = oracle(&m, &set);
+    let r = run(&m, &o, &set, "0-1", 5.0);
+    let s = &r.servers[0];
+    // N = X R: 64 connections, each always waiting for its one request.
+    let x = s.requests_per_s;
+    let resp = s.response_ms.unwrap().mean / 1e3;
+    assert!(
+        (x * resp - 64.0).abs() < 64.0 * 0.03,
+        "X {x}/s x R {resp} s"
+    );
+    assert!(
+        (s.megabits_per_s - x * 15_027.0 * 8.0 / 1e6).abs() < 1e-6 * s.megabits_per_s,
+        "Mb/s from requests"
+    );
+}
+
+#[test]
+fn an_open_loop_below_capacity_serves_its_rate_at_about_its_service_time() {
+    let m = xeon();
+    let set = server_set("flash-like", 1, clients(None, Some(1000.0)), "0");
+    let o = oracle(&m, &set);
+    let r = run(&m, &o, &set, "0", 9.0);
+    let s = &r.servers[0];
+    // 8 s of Poisson arrivals at 1000/s: 8000 requests, standard deviation 1.1%.
+    assert!(
+        (s.requests_per_s - 1000.0).abs() < 40.0,
+        "{} req/s",
+        s.requests_per_s
+    );
+    // A response takes the receive interrupts (1.2 of 4000 instructions) and one pass of the
+    // request alone; at ~10% utilisation queueing adds a few per cent (M/G/1).
+    let request = o.pass_solo_cycles(0).unwrap();
+    let rx = 1.2 * solo_cycles(&o, 1, 4000.0);
+    let service_ms = (request + rx) / CLOCK_HZ * 1e3;
+    let mean = s.response_ms.unwrap().mean;
+    assert!(
+        mean >= service_ms * 0.99 && mean < service_ms * 1.3,
+        "mean response {mean} ms, service {service_ms} ms"
+    );
+    // Flash spends most of its time in the kernel, and the interrupts add to it.
+    let k = r.kernel.unwrap();
+    assert!(k.kernel_share > 0.8 && k.interrupt_share > 0.1, "{k:?}");
+}
+
+#[test]
+fn interrupts_go_where_their_affinity_says_and_nowhere_offline() {
+    let m = xeon();
+    let set = server_set("tux-like", 1, clients(Some(16), None), "1");
+    let o = oracle(&m, &set);
+    // CPU 1 is the sibling of CPU 0: the server on 0, its interrupts on 1 (thesis 1xHTP).
+    let r = run(&m, &o, &set, "0-1", 3.0);
+    assert!(r.servers[0].completed > 1000);
+    // TUX and the handler are kernel code only.
+    assert!(r.kernel.unwrap().kernel_share > 0.999);
+    let mut cfg = SimConfig::new(Baseline::Modern, 3.0, 1);
+    cfg.cpus = Some(CpuSet::parse("0").unwrap());
+    let err = OsSim::new(&m, &o, &set, Box::new(Naive), cfg)
+        .err()
+        .unwrap();
+    assert!(err.contains("device[0].irq_cpus = \"1\""), "{err}");
+}
+
+#[test]
+fn bad_server_sets_are_rejected_naming_the_field() {
+    let mut set = server_set("flash-like", 1, clients(Some(8), None), "0");
+    set.clients[0].rate_per_s = Some(-5.0);
+    set.clients[0].connections = None;
+    assert!(set
+        .validate()
+        .unwrap_err()
+        .starts_with("clients[0].rate_per_s = -5"));
+    let mut set = server_set("flash-like", 1, clients(Some(8), None), "0");
+    set.tasks[0].serves = None;
+    assert!(set
+        .validate()
+        .unwrap_err()
+        .contains("no task serves these clients"));
+    let mut set = server_set("flash-like", 1, clients(Some(8), None), "0");
+    set.devices[0].instructions_per_interrupt = 0;
+    assert!(set
+        .validate()
+        .unwrap_err()
+        .starts_with("device[0].instructions_per_interrupt = 0"));
+}
