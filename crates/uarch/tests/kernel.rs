@@ -161,7 +161,10 @@ fn entries_and_locked_instructions_cost_their_cycles_and_a_up_build_has_no_locks
     let run =
         |over: &[&str], w: &WorkloadProfile| solo(&machine(over), w, 0, 0, &p).unwrap().window;
     let w = syscalls(4.0);
-    let free = run(&["os.mode_switch_cycles=0", "os.locked_instruction_cycles=0"], &w);
+    let free = run(
+        &["os.mode_switch_cycles=0", "os.locked_instruction_cycles=0"],
+        &w,
+    );
     let costly = run(
         &[
             "os.mode_switch_cycles=500",

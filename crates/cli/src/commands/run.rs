@@ -240,11 +240,17 @@ pub fn run(a: RunArgs) -> Result<()> {
         results[0].wall_seconds * (rayon::current_num_threads() as f64).min(sims) / sims,
         rayon::current_num_threads()
     ))?;
-    out(&policy_table(&results))?;
-    out("\n")?;
-    out(&task_table(&results))?;
-    if !results[0].runs[0].servers.is_empty() {
+    // Server tasks complete requests, not runs: their PRs would be empty columns.
+    let plain_tasks = set.tasks.iter().any(|t| t.serves.is_none());
+    if plain_tasks {
+        out(&policy_table(&results))?;
         out("\n")?;
+        out(&task_table(&results))?;
+    }
+    if !results[0].runs[0].servers.is_empty() {
+        if plain_tasks {
+            out("\n")?;
+        }
         out(&server_table(&results))?;
     }
     Ok(())
