@@ -335,3 +335,84 @@ fn a_web_server_set_reports_throughput_and_response_times() {
         &["offline.toml", "device[0].irq_cpus = \"3\""],
     );
 }
+
+/// A configurations experiment runs each configuration as `smtsched run` would run the same set
+/// on the same CPUs, and names the field of a claim that refers to nothing.
+#[test]
+fn a_configurations_experiment_is_the_runs_it_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let set = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tasksets/specweb96-flash.toml"
+    ))
+    .unwrap()
+    .replace("name = \"specweb96-flash\"", "");
+    std::fs::write(d.join("set.toml"), format!("name = \"s\"\n{set}")).unwrap();
+    let experiment = format!(
+        "name = \"two\"\ntitle = \"t\"\nkind = \"configurations\"\nmachine = \"xeon-ruan\"\n\
+         baseline = \"modern\"\nduration_s = 2.0\nrepetitions = 1\n{set}\n\
+         [configurations]\nmetrics = [\"megabits_per_s\"]\n\
+         [[configurations.config]]\nname = \"1T\"\ncpus = \"0\"\n\
+         [[configurations.config]]\nname = \"2T\"\ncpus = \"0-1\"\n\
+         [[configurations.claim]]\nsays = \"SMT helps\"\nmetric = \"megabits_per_s\"\n\
+         ratio = [\"2T\", \"1T\"]\nwithin = [1.0, 10.0]\n"
+    );
+    std::fs::write(d.join("two.toml"), &experiment).unwrap();
+    let out = smtsched(d, &["reproduce", "two.toml", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cell = |name: &str| {
+        v["result"]["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["config"] == name)
+            .unwrap()["values"][0][0]
+            .as_f64()
+            .unwrap()
+    };
+    for (config, cpus) in [("1T", "0"), ("2T", "0-1")] {
+        let run = smtsched(
+            d,
+            &[
+                "run",
+                "-t",
+                "set.toml",
+                "-m",
+                "xeon-ruan",
+                "--baseline",
+                "modern",
+                "--cpus",
+                cpus,
+                "-p",
+                "naive",
+                "--duration",
+                "2",
+                "--stagger",
+                "1",
+                "--json",
+            ],
+        );
+        let r: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        let mbps = r["results"][0]["runs"][0]["servers"][0]["megabits_per_s"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(cell(config), mbps, "{config}");
+    }
+    let holds = cell("2T") / cell("1T") >= 1.0;
+    assert_eq!(v["claims"][0]["holds"], holds);
+    std::fs::write(
+        d.join("bad.toml"),
+        experiment.replace("ratio = [\"2T\", \"1T\"]", "ratio = [\"2T\", \"4T\"]"),
+    )
+    .unwrap();
+    assert_bad_input(
+        &smtsched(d, &["reproduce", "bad.toml"]),
+        &["bad.toml", "claim[0].ratio", "\"4T\""],
+    );
+}

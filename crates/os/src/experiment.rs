@@ -333,6 +333,14 @@ pub struct Experiment {
     /// cgroups of the task set.
     #[serde(default, rename = "group")]
     pub groups: Vec<crate::taskset::GroupSpec>,
+    /// Devices and clients of the task set (servers, interrupts).
+    #[serde(default, rename = "device")]
+    pub devices: Vec<crate::taskset::DeviceSpec>,
+    #[serde(default)]
+    pub clients: Vec<crate::taskset::ClientsSpec>,
+    /// The configurations, variants, metrics and claims of kind = "configurations".
+    #[serde(default)]
+    pub configurations: crate::configurations::ConfigurationsSpec,
     /// The workloads grouped in fours (kind = "asymmetry").
     #[serde(default)]
     pub workloads: Vec<String>,
@@ -410,8 +418,8 @@ impl Experiment {
             name: self.name.clone(),
             tasks: self.tasks.clone(),
             groups: self.groups.clone(),
-            devices: Vec::new(),
-            clients: Vec::new(),
+            devices: self.devices.clone(),
+            clients: self.clients.clone(),
         }
     }
 }
@@ -432,6 +440,9 @@ pub enum ExperimentKind {
     FedorovaL2,
     /// Fedorova et al. §4: balance-set scheduling (PERF, FAIR) against the default scheduler.
     FedorovaBalanceSet,
+    /// One task set in several configurations of machine, CPUs, kernel build and interrupt
+    /// routing (Ruan et al., Redstone et al., thesis chapter 5).
+    Configurations,
 }
 
 /// What the paper reports, printed beside the result.
@@ -495,6 +506,10 @@ embedded_experiments!(
     "fedorova-l1",
     "fedorova-l2",
     "fedorova-balance-set",
+    "ruan-servers",
+    "redstone-apache",
+    "thesis-irq",
+    "thesis-kernel-build",
 );
 
 /// Loads an experiment by name (embedded) or file path.
@@ -525,6 +540,12 @@ pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelEr
                     "a fedorova experiment needs workloads or cmt.schedule".into(),
                 ));
             }
+        }
+        ExperimentKind::Configurations => {
+            let set = e.task_set();
+            set.validate().map_err(|r| bad("task", r))?;
+            crate::configurations::validate(&e.configurations, &set)
+                .map_err(|r| bad("configurations", r))?;
         }
         ExperimentKind::Asymmetry => {
             if e.workloads.len() < 4 {

@@ -3,6 +3,7 @@
 //! baseline; the policy interface and the SMT-aware policies; the interaction oracle that says how
 //! fast each task runs beside its co-runners; online PR estimation; metrics and the timeline.
 
+pub mod configurations;
 pub mod estimate;
 pub mod experiment;
 pub mod matrix_estimate;

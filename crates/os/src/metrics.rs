@@ -86,6 +86,9 @@ pub struct Metrics {
     /// Busy time and its kernel and interrupt shares, for a set with devices.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<crate::sim::KernelTotals>,
+    /// Instructions all CPUs retired in the measurement window, and last-level cache misses.
+    pub window_instructions: f64,
+    pub window_llc_misses: f64,
 }
 
 /// What the clients of a server saw in the measurement window.

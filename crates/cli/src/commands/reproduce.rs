@@ -1,11 +1,14 @@
 //! `reproduce`: the seed papers' experiments, declared in `experiments/*.toml`.
 
 use super::run::{estimator, oracle};
-use super::{json_out, machine, out, parse_policies, write_file};
+use super::{counting_bar, json_out, machine, out, parse_policies, write_file};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
+use smtsched_model::Override;
 use smtsched_model::{load_workload, CpuSet, WorkloadProfile};
+use smtsched_os::configurations::{self, Common};
+use smtsched_os::experiment::Experiment;
 use smtsched_os::experiment::{
     check, load_experiment, metric, policy_table, run_asymmetry, simulate, task_table,
     ExperimentKind, EXPERIMENTS,
@@ -209,6 +212,13 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 ));
             }
         }
+        ExperimentKind::Configurations => {
+            let text = configurations(&e, &a)?;
+            if a.json {
+                return out(&text);
+            }
+            report.push_str(&text);
+        }
         ExperimentKind::FedorovaCpi
         | ExperimentKind::FedorovaL1
         | ExperimentKind::FedorovaL2
@@ -229,4 +239,64 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         write_file(p, report.as_bytes())?;
     }
     out(&report)
+}
+
+/// A configurations experiment: the report text, or its JSON with `--json`.
+fn configurations(e: &Experiment, a: &ReproduceArgs) -> Result<String> {
+    let set = e.task_set();
+    let spec = &e.configurations;
+    let overrides: Vec<Override> = e
+        .set
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()
+        .map_err(|err| bad_input(format!("{}: set: {err}", e.name)))?;
+    let common = Common {
+        machine: &e.machine,
+        overrides: &overrides,
+        baseline: e.baseline,
+        duration_s: a.duration.unwrap_or(e.duration_s),
+        seed: a.seed,
+        repetitions: a.repetitions.unwrap_or(e.repetitions),
+    };
+    if common.repetitions == 0 {
+        return Err(bad_input("--repetitions 0: at least one is needed"));
+    }
+    if !(common.duration_s > spec.stagger_s && common.duration_s.is_finite()) {
+        return Err(bad_input(format!(
+            "--duration {}: must be longer than the experiment's stagger_s {}",
+            common.duration_s, spec.stagger_s
+        )));
+    }
+    let cells = spec.configs.len() * spec.variants.len().max(1);
+    let bar = counting_bar(cells as u64, "configurations")?;
+    bar.set_message(e.name.clone());
+    let r = configurations::run(spec, &set, &common, &|| bar.inc(1)).map_err(bad_input)?;
+    bar.finish_and_clear();
+    if a.json {
+        let claims: Vec<_> = spec
+            .claims
+            .iter()
+            .map(|c| serde_json::json!({"says": c.says, "holds": r.check(c)}))
+            .collect();
+        return Ok(serde_json::to_string_pretty(
+            &serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper, "claims": claims}),
+        )? + "\n");
+    }
+    let mut text = format!(
+        "{} on {} ({:?} baseline), {} s simulated ({} s stagger) x {} repetition(s), seed {}\n\n",
+        set.tasks[0].display_name(),
+        e.machine,
+        e.baseline,
+        common.duration_s,
+        spec.stagger_s,
+        common.repetitions,
+        common.seed
+    );
+    text.push_str(&configurations::render(&r, &spec.claims));
+    text.push_str(&format!("\nThe paper ({}):\n", e.paper.figure));
+    for f in &e.paper.findings {
+        text.push_str(&format!("  - {f}\n"));
+    }
+    Ok(text)
 }

@@ -767,6 +767,9 @@ impl<'a> OsSim<'a> {
         let in_window = self.now >= self.metrics.window.0;
         for c in 0..self.cpus.len() {
             if self.advance_irq(c, dt, in_window) {
+                if in_window {
+                    self.count_retired(c, dt);
+                }
                 continue;
             }
             let Some(t) = self.cpus[c].current else {
@@ -778,6 +781,9 @@ impl<'a> OsSim<'a> {
             let paid = self.cpus[c].debt.min(dt);
             self.cpus[c].debt -= paid;
             let useful = dt - paid;
+            if in_window {
+                self.count_retired(c, useful);
+            }
             let r = self.rates[c].expect("a running task has a rate");
             let work = useful * r.pr;
             let weight = self.effective_weight(t);
@@ -789,6 +795,14 @@ impl<'a> OsSim<'a> {
             if self.config.baseline == Baseline::Modern {
                 task.vruntime += dt * 1024.0 / weight;
             }
+        }
+    }
+
+    /// Counts what CPU `c` retires in `dt` cycles of progress at its current rate.
+    fn count_retired(&mut self, c: CpuId, dt: f64) {
+        if let Some(r) = self.rates[c] {
+            self.metrics.window_instructions += dt * r.ipc;
+            self.metrics.window_llc_misses += dt * r.epc[crate::oracle::CounterEvent::LlcMisses];
         }
     }
 

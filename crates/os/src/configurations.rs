@@ -1,0 +1,501 @@
+//! Experiments over configurations (DESIGN §10): one task set — with its devices and clients —
+//! run in several configurations of machine and kernel (Ruan et al.'s 1T-UP … 4T, the thesis's
+//! Table 5.1 placements of applications and interrupts, `make -j1` … `-j6`), one row per variant
+//! of the set's first task (another server, another program). Claims compare configurations:
+//! the ratio of a metric in one to another lies in a range.
+
+use crate::metrics::Metrics;
+use crate::oracle::SimulatedOracle;
+use crate::policy::Naive;
+use crate::sim::{Baseline, OsSim, SimConfig};
+use crate::taskset::{TaskSetSpec, TaskSpec};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use smtsched_model::{load_machine, load_workload, CpuSet, KernelBuild, Override};
+
+/// Instructions per oracle sample: warm-up, then measured.
+const ORACLE_WARMUP: u64 = 1_000_000;
+const ORACLE_MEASURE: u64 = 2_000_000;
+
+/// One configuration: which machine, which CPUs the OS uses, the kernel build, where interrupts
+/// go and how many copies of the first task run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Configuration {
+    pub name: String,
+    /// Machine preset or file (default: the experiment's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
+    /// Logical CPUs the OS uses (default: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<String>,
+    #[serde(default)]
+    pub kernel: KernelBuild,
+    /// IRQ affinity of every device (default: the set's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq_cpus: Option<String>,
+    /// Logical CPUs the tasks may run on (default: the set's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_cpus: Option<String>,
+    /// Copies of the first task (default: the set's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<u32>,
+}
+
+/// A variant of the set's first task: another workload, another number of copies.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copies: Option<u32>,
+}
+
+/// What a configurations experiment reports, per row and configuration.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigMetric {
+    /// Responses of the first client group, Mb/s.
+    MegabitsPerS,
+    RequestsPerS,
+    /// Mean response time of the first client group, ms.
+    ResponseMeanMs,
+    /// Share of busy cycles in the kernel, and running interrupt work.
+    KernelShare,
+    InterruptShare,
+    /// Mean time of one run of the first task, s (the thesis's SPEC run times).
+    RunSeconds,
+    /// Instructions per cycle summed over the CPUs in use (thesis Table 3.6).
+    SystemIpc,
+    /// Last-level cache misses per second, all CPUs.
+    LlcMissesPerS,
+}
+
+impl ConfigMetric {
+    /// The metric of one simulation; `None` where it has no value (no response, no run).
+    pub fn of(self, m: &Metrics, clock_hz: f64) -> Option<f64> {
+        let server = m.servers.first();
+        let seconds = (m.window.1 - m.window.0) / clock_hz;
+        match self {
+            ConfigMetric::MegabitsPerS => server.map(|s| s.megabits_per_s),
+            ConfigMetric::RequestsPerS => server.map(|s| s.requests_per_s),
+            ConfigMetric::ResponseMeanMs => server.and_then(|s| s.response_ms.map(|r| r.mean)),
+            ConfigMetric::KernelShare => m.kernel.map(|k| k.kernel_share),
+            ConfigMetric::InterruptShare => m.kernel.map(|k| k.interrupt_share),
+            ConfigMetric::RunSeconds => {
+                let runs: Vec<f64> = m
+                    .runs
+                    .iter()
+                    .filter(|r| r.bench == 0 && r.start >= m.window.0 && r.end <= m.window.1)
+                    .map(|r| (r.end - r.start) / clock_hz)
+                    .collect();
+                (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64)
+            }
+            ConfigMetric::SystemIpc => Some(m.window_instructions / (m.window.1 - m.window.0)),
+            ConfigMetric::LlcMissesPerS => Some(m.window_llc_misses / seconds),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ConfigMetric::MegabitsPerS => "Mb/s",
+            ConfigMetric::RequestsPerS => "requests/s",
+            ConfigMetric::ResponseMeanMs => "mean response (ms)",
+            ConfigMetric::KernelShare => "kernel share",
+            ConfigMetric::InterruptShare => "interrupt share",
+            ConfigMetric::RunSeconds => "run time (s)",
+            ConfigMetric::SystemIpc => "system IPC",
+            ConfigMetric::LlcMissesPerS => "LLC misses/s",
+        }
+    }
+}
+
+/// A claim: `metric` in configuration `ratio[0]` over its value in `ratio[1]` (or, with one
+/// name, the value itself) lies within `within` (inclusive), for the row named `row` or for
+/// every row.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RatioClaim {
+    pub says: String,
+    pub metric: ConfigMetric,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<String>,
+    pub ratio: Vec<String>,
+    pub within: [f64; 2],
+}
+
+/// What a configurations experiment declares, besides the common experiment fields.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigurationsSpec {
+    #[serde(default, rename = "config")]
+    pub configs: Vec<Configuration>,
+    #[serde(default, rename = "variant")]
+    pub variants: Vec<Variant>,
+    /// Metrics shown, one table each.
+    #[serde(default)]
+    pub metrics: Vec<ConfigMetric>,
+    #[serde(default, rename = "claim")]
+    pub claims: Vec<RatioClaim>,
+    /// Seconds of staggered start before the measurement window.
+    #[serde(default = "default_stagger")]
+    pub stagger_s: f64,
+}
+
+fn default_stagger() -> f64 {
+    1.0
+}
+
+/// One cell's result: per repetition, every metric of `spec.metrics` (`None` where it has no
+/// value).
+#[derive(Clone, Debug, Serialize)]
+pub struct Cell {
+    pub row: String,
+    pub config: String,
+    pub values: Vec<Vec<Option<f64>>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ConfigResults {
+    pub metrics: Vec<ConfigMetric>,
+    pub rows: Vec<String>,
+    pub configs: Vec<String>,
+    pub cells: Vec<Cell>,
+}
+
+impl ConfigResults {
+    /// Mean over repetitions of metric `k` in (row, config); `None` if any repetition lacks it.
+    pub fn mean(&self, row: &str, config: &str, metric: ConfigMetric) -> Option<f64> {
+        let k = self.metrics.iter().position(|&m| m == metric)?;
+        let cell = self
+            .cells
+            .iter()
+            .find(|c| c.row == row && c.config == config)?;
+        let v: Vec<f64> = cell.values.iter().map(|r| r[k]).collect::<Option<_>>()?;
+        Some(v.iter().sum::<f64>() / v.len() as f64)
+    }
+
+    /// Whether `claim` holds for every row it names (`None`: a value is missing).
+    pub fn check(&self, claim: &RatioClaim) -> Option<bool> {
+        let rows: Vec<&String> = match &claim.row {
+            Some(r) => self.rows.iter().filter(|x| *x == r).collect(),
+            None => self.rows.iter().collect(),
+        };
+        let mut holds = !rows.is_empty();
+        for row in rows {
+            let r = self.ratio(row, claim)?;
+            holds &= r >= claim.within[0] && r <= claim.within[1];
+        }
+        Some(holds)
+    }
+
+    /// The ratio a claim compares, for one row.
+    pub fn ratio(&self, row: &str, claim: &RatioClaim) -> Option<f64> {
+        let a = self.mean(row, &claim.ratio[0], claim.metric)?;
+        match claim.ratio.get(1) {
+            None => Some(a),
+            Some(over) => {
+                let b = self.mean(row, over, claim.metric)?;
+                (b != 0.0).then(|| a / b)
+            }
+        }
+    }
+}
+
+/// Checks names the claims and configurations refer to; errors name the field.
+pub fn validate(spec: &ConfigurationsSpec, set: &TaskSetSpec) -> Result<(), String> {
+    if spec.configs.is_empty() {
+        return Err("config: a configurations experiment needs at least one [[config]]".into());
+    }
+    if spec.metrics.is_empty() {
+        return Err("metrics: name at least one metric to report".into());
+    }
+    for (i, c) in spec.configs.iter().enumerate() {
+        if spec.configs[..i].iter().any(|d| d.name == c.name) {
+            return Err(format!(
+                "config[{i}].name = {:?}: names must be distinct",
+                c.name
+            ));
+        }
+        for (k, v) in [
+            ("cpus", &c.cpus),
+            ("irq_cpus", &c.irq_cpus),
+            ("app_cpus", &c.app_cpus),
+        ] {
+            if let Some(list) = v {
+                CpuSet::parse(list).map_err(|e| format!("config[{i}].{k} = {list:?}: {e}"))?;
+            }
+        }
+        if c.irq_cpus.is_some() && set.devices.is_empty() {
+            return Err(format!(
+                "config[{i}].irq_cpus: the task set has no [[device]]"
+            ));
+        }
+    }
+    for (i, c) in spec.claims.iter().enumerate() {
+        if !(1..=2).contains(&c.ratio.len()) {
+            return Err(format!(
+                "claim[{i}].ratio: name one configuration (its value) or two (their ratio)"
+            ));
+        }
+        for n in &c.ratio {
+            if !spec.configs.iter().any(|d| &d.name == n) {
+                return Err(format!("claim[{i}].ratio: no [[config]] is named {n:?}"));
+            }
+        }
+        if let Some(r) = &c.row {
+            if !spec.variants.iter().any(|v| &v.name == r) {
+                return Err(format!(
+                    "claim[{i}].row = {r:?}: no [[variant]] has that name"
+                ));
+            }
+        }
+        if !spec.metrics.contains(&c.metric) {
+            return Err(format!(
+                "claim[{i}].metric = {:?}: not among the experiment's metrics",
+                c.metric
+            ));
+        }
+        if c.within[0].is_nan() || c.within[1].is_nan() || c.within[0] > c.within[1] {
+            return Err(format!(
+                "claim[{i}].within = {:?}: must be [low, high] with low <= high",
+                c.within
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The set as configuration `c` and variant `v` run it.
+fn configured(set: &TaskSetSpec, c: &Configuration, v: Option<&Variant>) -> TaskSetSpec {
+    let mut s = set.clone();
+    let first: &mut TaskSpec = &mut s.tasks[0];
+    if let Some(v) = v {
+        if let Some(w) = &v.workload {
+            first.workload = w.clone();
+            first.name = v.name.clone();
+        }
+        if let Some(n) = v.copies {
+            first.copies = n;
+        }
+    }
+    if let Some(n) = c.copies {
+        first.copies = n;
+    }
+    if let Some(a) = &c.app_cpus {
+        for t in &mut s.tasks {
+            t.cpus = Some(a.clone());
+        }
+    }
+    if let Some(irq) = &c.irq_cpus {
+        for d in &mut s.devices {
+            d.irq_cpus = irq.clone();
+        }
+    }
+    s
+}
+
+/// What every simulation of the experiment shares.
+pub struct Common<'a> {
+    pub machine: &'a str,
+    pub overrides: &'a [Override],
+    pub baseline: Baseline,
+    pub duration_s: f64,
+    pub seed: u64,
+    pub repetitions: u32,
+}
+
+/// Runs every (variant, configuration) cell, `repetitions` times each with seeds seed, seed+1…;
+/// cells run in parallel.
+pub fn run(
+    spec: &ConfigurationsSpec,
+    set: &TaskSetSpec,
+    common: &Common,
+    progress: &(dyn Fn() + Sync),
+) -> Result<ConfigResults, String> {
+    let variants: Vec<Option<&Variant>> = if spec.variants.is_empty() {
+        vec![None]
+    } else {
+        spec.variants.iter().map(Some).collect()
+    };
+    let jobs: Vec<(Option<&Variant>, &Configuration)> = variants
+        .iter()
+        .flat_map(|&v| spec.configs.iter().map(move |c| (v, c)))
+        .collect();
+    let cells = jobs
+        .par_iter()
+        .map(|&(v, c)| {
+            let cell = run_cell(spec, set, common, v, c);
+            progress();
+            cell
+        })
+        .collect::<Result<Vec<Cell>, String>>()?;
+    Ok(ConfigResults {
+        metrics: spec.metrics.clone(),
+        rows: variants
+            .iter()
+            .map(|v| v.map_or(String::new(), |v| v.name.clone()))
+            .collect(),
+        configs: spec.configs.iter().map(|c| c.name.clone()).collect(),
+        cells,
+    })
+}
+
+fn run_cell(
+    spec: &ConfigurationsSpec,
+    set: &TaskSetSpec,
+    common: &Common,
+    v: Option<&Variant>,
+    c: &Configuration,
+) -> Result<Cell, String> {
+    let at = |e: String| format!("config {:?}: {e}", c.name);
+    let s = configured(set, c, v);
+    s.validate().map_err(at)?;
+    let m = load_machine(
+        c.machine.as_deref().unwrap_or(common.machine),
+        common.overrides,
+    )
+    .map_err(|e| at(e.to_string()))?;
+    let profiles = s
+        .oracle_workloads()
+        .iter()
+        .map(|w| load_workload(w, &[]).map(|p| p.built_for(c.kernel)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| at(e.to_string()))?;
+    let oracle = SimulatedOracle::new(
+        m.clone(),
+        profiles,
+        common.seed,
+        ORACLE_WARMUP,
+        ORACLE_MEASURE,
+    );
+    let clock = m.clock_ghz * 1e9;
+    let mut values = Vec::new();
+    for r in 0..common.repetitions {
+        let mut cfg = SimConfig::new(common.baseline, common.duration_s, common.seed + r as u64);
+        cfg.stagger_s = spec.stagger_s;
+        cfg.cpus = c
+            .cpus
+            .as_deref()
+            .map(CpuSet::parse)
+            .transpose()
+            .map_err(|e| at(e.to_string()))?;
+        let metrics = OsSim::new(&m, &oracle, &s, Box::new(Naive), cfg)
+            .map_err(at)?
+            .run();
+        values.push(spec.metrics.iter().map(|k| k.of(&metrics, clock)).collect());
+    }
+    Ok(Cell {
+        row: v.map_or(String::new(), |v| v.name.clone()),
+        config: c.name.clone(),
+        values,
+    })
+}
+
+/// The result as text: one table per metric (rows × configurations), then the claims.
+pub fn render(r: &ConfigResults, claims: &[RatioClaim]) -> String {
+    let mut out = String::new();
+    for &k in &r.metrics {
+        let mut t = smtsched_report::Table::new(
+            std::iter::once(k.label().to_string()).chain(r.configs.iter().cloned()),
+        );
+        for row in &r.rows {
+            t.row(
+                std::iter::once(row.clone()).chain(
+                    r.configs
+                        .iter()
+                        .map(|c| r.mean(row, c, k).map_or("-".into(), |v| format_value(k, v))),
+                ),
+            );
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+    }
+    if !claims.is_empty() {
+        out.push_str("Claims checked against this run:\n");
+        for c in claims {
+            let ratios: Vec<String> = r
+                .rows
+                .iter()
+                .filter(|row| c.row.as_ref().is_none_or(|x| x == *row))
+                .map(|row| {
+                    let v = r.ratio(row, c).map_or("-".into(), |x| format!("{x:.3}"));
+                    if row.is_empty() {
+                        v
+                    } else {
+                        format!("{row} {v}")
+                    }
+                })
+                .collect();
+            let mark = match r.check(c) {
+                Some(true) => "holds",
+                Some(false) => "DOES NOT HOLD",
+                None => "cannot be checked",
+            };
+            out.push_str(&format!(
+                "  [{mark}] {} ({} in [{}, {}]: {})\n",
+                c.says,
+                c.ratio.join(" / "),
+                c.within[0],
+                c.within[1],
+                ratios.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+fn format_value(k: ConfigMetric, v: f64) -> String {
+    match k {
+        ConfigMetric::KernelShare | ConfigMetric::InterruptShare | ConfigMetric::SystemIpc => {
+            format!("{v:.3}")
+        }
+        ConfigMetric::LlcMissesPerS => format!("{:.2}M", v / 1e6),
+        ConfigMetric::RunSeconds | ConfigMetric::ResponseMeanMs => format!("{v:.3}"),
+        _ => format!("{v:.0}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results(a: Option<f64>, b: Option<f64>) -> ConfigResults {
+        let cell = |config: &str, v: Option<f64>| Cell {
+            row: "r".into(),
+            config: config.into(),
+            values: vec![vec![v], vec![v.map(|x| x + 2.0)]],
+        };
+        ConfigResults {
+            metrics: vec![ConfigMetric::MegabitsPerS],
+            rows: vec!["r".into()],
+            configs: vec!["a".into(), "b".into()],
+            cells: vec![cell("a", a), cell("b", b)],
+        }
+    }
+
+    fn claim(ratio: &[&str], within: [f64; 2]) -> RatioClaim {
+        RatioClaim {
+            says: "x".into(),
+            metric: ConfigMetric::MegabitsPerS,
+            row: None,
+            ratio: ratio.iter().map(|s| s.to_string()).collect(),
+            within,
+        }
+    }
+
+    #[test]
+    fn claims_compare_means_over_repetitions() {
+        // a: 5 and 7 (mean 6); b: 3 and 5 (mean 4): a / b = 1.5.
+        let r = results(Some(5.0), Some(3.0));
+        assert_eq!(r.mean("r", "a", ConfigMetric::MegabitsPerS), Some(6.0));
+        assert_eq!(r.check(&claim(&["a", "b"], [1.4, 1.6])), Some(true));
+        assert_eq!(r.check(&claim(&["a", "b"], [1.6, 2.0])), Some(false));
+        assert_eq!(r.check(&claim(&["a"], [6.0, 6.0])), Some(true));
+        // A value missing in any repetition leaves the claim unchecked, not decided.
+        let r = results(Some(5.0), None);
+        assert_eq!(r.check(&claim(&["a", "b"], [0.0, 10.0])), None);
+    }
+}
