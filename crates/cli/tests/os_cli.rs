@@ -416,3 +416,54 @@ fn a_configurations_experiment_is_the_runs_it_declares() {
         &["bad.toml", "claim[0].ratio", "\"4T\""],
     );
 }
+
+/// A pairs experiment: its claim reads the mean system speedup of the pairs it ran, leaving out
+/// the skipped pair; a claim on a placement it does not run is refused naming the field.
+#[test]
+fn a_pairs_experiment_summarises_the_pairs_it_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let experiment = "name = \"p\"\ntitle = \"t\"\nkind = \"pairs\"\nmachine = \"northwood\"\n\
+        workloads = [\"gzip-like\", \"mcf-like\", \"swim-like\"]\n\
+        [pairs]\nplacements = [\"siblings\"]\nwarmup_instructions = 100000\n\
+        measure_instructions = 200000\nskip = [[\"mcf-like\", \"mcf-like\"]]\n\
+        [[pairs.claim]]\nsays = \"s\"\nmetric = \"mean_system_speedup\"\n\
+        placement = \"siblings\"\nwithin = [0.0, 3.0]\n";
+    std::fs::write(d.join("p.toml"), experiment).unwrap();
+    let out = smtsched(d, &["reproduce", "p.toml", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &v["results"][0]["matrix"];
+    let names: Vec<&str> = m["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let pairs = m["pairs"].as_array().unwrap();
+    // Six pairs of three workloads, self-pairs included, less the skipped mcf + mcf.
+    assert_eq!(pairs.len(), 5);
+    assert!(!pairs
+        .iter()
+        .any(|p| names[p["a"].as_u64().unwrap() as usize] == "mcf-like" && p["a"] == p["b"]));
+    let speedups: Vec<f64> = pairs
+        .iter()
+        .map(|p| p["pr_a"].as_f64().unwrap() + p["pr_b"].as_f64().unwrap())
+        .collect();
+    let mean = speedups.iter().sum::<f64>() / speedups.len() as f64;
+    let claimed = v["claims"][0]["value"].as_f64().unwrap();
+    assert!((claimed - mean).abs() < 1e-9, "{claimed} vs {mean}");
+    std::fs::write(
+        d.join("bad.toml"),
+        experiment.replace("placement = \"siblings\"", "placement = \"cores\""),
+    )
+    .unwrap();
+    assert_bad_input(
+        &smtsched(d, &["reproduce", "bad.toml"]),
+        &["bad.toml", "pairs.claim[0].placement = \"cores\""],
+    );
+}

@@ -341,6 +341,9 @@ pub struct Experiment {
     /// The configurations, variants, metrics and claims of kind = "configurations".
     #[serde(default)]
     pub configurations: crate::configurations::ConfigurationsSpec,
+    /// Placements and claims of kind = "pairs" (its workloads are `workloads`).
+    #[serde(default)]
+    pub pairs: crate::pairs::PairsSpec,
     /// The workloads grouped in fours (kind = "asymmetry").
     #[serde(default)]
     pub workloads: Vec<String>,
@@ -443,6 +446,8 @@ pub enum ExperimentKind {
     /// One task set in several configurations of machine, CPUs, kernel build and interrupt
     /// routing (Ruan et al., Redstone et al., thesis chapter 5).
     Configurations,
+    /// Every pair of `workloads` under each placement, with claims on the matrices (thesis §3.3).
+    Pairs,
 }
 
 /// What the paper reports, printed beside the result.
@@ -510,6 +515,7 @@ embedded_experiments!(
     "redstone-apache",
     "thesis-irq",
     "thesis-kernel-build",
+    "thesis-desktop",
 );
 
 /// Loads an experiment by name (embedded) or file path.
@@ -540,6 +546,9 @@ pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelEr
                     "a fedorova experiment needs workloads or cmt.schedule".into(),
                 ));
             }
+        }
+        ExperimentKind::Pairs => {
+            crate::pairs::validate(&e.pairs, &e.workloads).map_err(|r| bad("pairs", r))?;
         }
         ExperimentKind::Configurations => {
             let set = e.task_set();

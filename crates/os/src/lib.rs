@@ -9,6 +9,7 @@ pub mod experiment;
 pub mod matrix_estimate;
 pub mod metrics;
 pub mod oracle;
+pub mod pairs;
 pub mod policy;
 pub mod sim;
 pub mod taskset;

@@ -212,6 +212,38 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 ));
             }
         }
+        ExperimentKind::Pairs => {
+            let pairs = e.workloads.len() * (e.workloads.len() + 1) / 2 + 2 * e.workloads.len();
+            let bar = counting_bar((pairs * e.pairs.placements.len()) as u64, "runs")?;
+            bar.set_message(e.name.clone());
+            let r = smtsched_os::pairs::run(&m, &e.workloads, &e.pairs, a.seed, &|| bar.inc(1))
+                .map_err(bad_input)?;
+            bar.finish_and_clear();
+            if a.json {
+                let claims: Vec<_> = e
+                    .pairs
+                    .claims
+                    .iter()
+                    .map(|c| serde_json::json!({"says": c.says, "value": smtsched_os::pairs::claim_value(&r, c)}))
+                    .collect();
+                return json_out(
+                    &serde_json::json!({"experiment": e.name, "results": r, "paper": e.paper, "claims": claims}),
+                );
+            }
+            report.push_str(&format!(
+                "{} workloads on {}, seed {}, {} + {} instructions per window\n\n",
+                e.workloads.len(),
+                m.name,
+                a.seed,
+                e.pairs.warmup_instructions,
+                e.pairs.measure_instructions
+            ));
+            report.push_str(&smtsched_os::pairs::render(&r, &e.pairs.claims));
+            report.push_str(&format!("\nThe paper ({}):\n", e.paper.figure));
+            for f in &e.paper.findings {
+                report.push_str(&format!("  - {f}\n"));
+            }
+        }
         ExperimentKind::Configurations => {
             let text = configurations(&e, &a)?;
             if a.json {
