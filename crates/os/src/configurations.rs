@@ -71,6 +71,10 @@ pub enum ConfigMetric {
     SystemIpc,
     /// Last-level cache misses per second, all CPUs.
     LlcMissesPerS,
+    /// Instructions of all CPUs per response byte (Ruan's IPB, interrupts included), and
+    /// last-level misses per KiB of responses.
+    InstructionsPerByte,
+    LlcMissesPerKilobyte,
 }
 
 impl ConfigMetric {
@@ -93,8 +97,12 @@ impl ConfigMetric {
                     .collect();
                 (!runs.is_empty()).then(|| runs.iter().sum::<f64>() / runs.len() as f64)
             }
-            ConfigMetric::SystemIpc => Some(m.window_instructions / (m.window.1 - m.window.0)),
-            ConfigMetric::LlcMissesPerS => Some(m.window_llc_misses / seconds),
+            ConfigMetric::SystemIpc => {
+                Some(m.window_counts.instructions / (m.window.1 - m.window.0))
+            }
+            ConfigMetric::LlcMissesPerS => Some(m.window_counts.llc_misses / seconds),
+            ConfigMetric::InstructionsPerByte => m.per_byte.map(|p| p.instructions),
+            ConfigMetric::LlcMissesPerKilobyte => m.per_byte.map(|p| p.llc_misses * 1024.0),
         }
     }
 
@@ -108,6 +116,8 @@ impl ConfigMetric {
             ConfigMetric::RunSeconds => "run time (s)",
             ConfigMetric::SystemIpc => "system IPC",
             ConfigMetric::LlcMissesPerS => "LLC misses/s",
+            ConfigMetric::InstructionsPerByte => "instructions/byte",
+            ConfigMetric::LlcMissesPerKilobyte => "LLC misses/KiB",
         }
     }
 }
@@ -449,7 +459,11 @@ pub fn render(r: &ConfigResults, claims: &[RatioClaim]) -> String {
 
 fn format_value(k: ConfigMetric, v: f64) -> String {
     match k {
-        ConfigMetric::KernelShare | ConfigMetric::InterruptShare | ConfigMetric::SystemIpc => {
+        ConfigMetric::KernelShare
+        | ConfigMetric::InterruptShare
+        | ConfigMetric::SystemIpc
+        | ConfigMetric::InstructionsPerByte
+        | ConfigMetric::LlcMissesPerKilobyte => {
             format!("{v:.3}")
         }
         ConfigMetric::LlcMissesPerS => format!("{:.2}M", v / 1e6),

@@ -219,7 +219,10 @@ pub fn server_table(results: &[PolicyRuns]) -> String {
                 resp(|r| r.p999),
                 k(|k| k.kernel_share),
                 k(|k| k.interrupt_share),
-                format!("{:.2}", mean(&|r| r.servers[i].instructions_per_byte)),
+                format!(
+                    "{:.2}",
+                    mean(&|r| r.per_byte.map_or(0.0, |p| p.instructions))
+                ),
             ]);
         }
     }

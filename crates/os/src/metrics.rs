@@ -86,25 +86,48 @@ pub struct Metrics {
     /// Busy time and its kernel and interrupt shares, for a set with devices.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<crate::sim::KernelTotals>,
-    /// Instructions all CPUs retired in the measurement window, and last-level cache misses.
-    pub window_instructions: f64,
-    pub window_llc_misses: f64,
+    /// What all CPUs retired and missed in the measurement window (tasks and interrupts).
+    pub window_counts: WindowCounts,
+    /// Those counts per response byte of every client group, as Ruan et al. report them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_byte: Option<WindowCounts>,
+}
+
+/// Events of all CPUs over the measurement window (from the oracle's rates).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct WindowCounts {
+    pub instructions: f64,
+    pub l1i_misses: f64,
+    pub l1d_misses: f64,
+    pub llc_misses: f64,
+    pub branch_mispredicts: f64,
+}
+
+impl WindowCounts {
+    pub fn scaled(&self, k: f64) -> WindowCounts {
+        WindowCounts {
+            instructions: self.instructions * k,
+            l1i_misses: self.l1i_misses * k,
+            l1d_misses: self.l1d_misses * k,
+            llc_misses: self.llc_misses * k,
+            branch_mispredicts: self.branch_mispredicts * k,
+        }
+    }
 }
 
 /// What the clients of a server saw in the measurement window.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ServerStats {
     pub name: String,
-    /// Responses completed in the window to requests sent in it.
+    /// Responses completed in the window (throughput and bytes count them all).
     pub completed: usize,
     pub requests_per_s: f64,
     pub megabits_per_s: f64,
-    /// Response time percentiles (send to last byte leaving the server), ms; `None` without
-    /// responses.
+    /// Response time percentiles (send to last byte leaving the server) of the requests sent in
+    /// the window, ms; `None` without responses.
     pub response_ms: Option<ResponseTimes>,
-    /// Instructions the server's tasks retired per response byte (Ruan's IPB, without the
-    /// interrupt work).
-    pub instructions_per_byte: f64,
+    /// Response bytes in the window.
+    pub bytes: f64,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
@@ -119,19 +142,19 @@ pub struct ResponseTimes {
 impl ServerStats {
     pub(crate) fn of(
         name: &str,
+        completed: usize,
         mut ms: Vec<f64>,
         seconds: f64,
         response_bytes: u64,
-        instructions: f64,
     ) -> ServerStats {
         ms.sort_by(f64::total_cmp);
         let n = ms.len();
         let q = |p: f64| smtsched_report::stats::quantile_sorted(&ms, p);
-        let bytes = n as f64 * response_bytes as f64;
+        let bytes = completed as f64 * response_bytes as f64;
         ServerStats {
             name: name.to_string(),
-            completed: n,
-            requests_per_s: n as f64 / seconds,
+            completed,
+            requests_per_s: completed as f64 / seconds,
             megabits_per_s: bytes * 8.0 / seconds / 1e6,
             response_ms: (n > 0).then(|| ResponseTimes {
                 mean: ms.iter().sum::<f64>() / n as f64,
@@ -140,11 +163,7 @@ impl ServerStats {
                 p99: q(0.99),
                 p999: q(0.999),
             }),
-            instructions_per_byte: if bytes > 0.0 {
-                instructions / bytes
-            } else {
-                0.0
-            },
+            bytes,
         }
     }
 }

@@ -151,6 +151,14 @@ fn an_open_loop_below_capacity_serves_its_rate_at_about_its_service_time() {
         mean >= service_ms * 0.99 && mean < service_ms * 1.3,
         "mean response {mean} ms, service {service_ms} ms"
     );
+    // Every instruction of the machine per response byte: one pass of flash-like (38,500) and
+    // 2.4 interrupts of 4000, over 15,027 bytes = 3.20 (Ruan Table 4: 3.2 for Flash).
+    let ipb = r.per_byte.unwrap().instructions;
+    let expected = (38_500.0 + 2.4 * 4000.0) / 15_027.0;
+    assert!(
+        (ipb - expected).abs() < 0.03 * expected,
+        "IPB {ipb}, expected {expected}"
+    );
     // Flash spends most of its time in the kernel, and the interrupts add to it.
     let k = r.kernel.unwrap();
     assert!(k.kernel_share > 0.8 && k.interrupt_share > 0.1, "{k:?}");

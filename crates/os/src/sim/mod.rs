@@ -706,6 +706,10 @@ impl<'a> OsSim<'a> {
             .unwrap_or_else(|| vec![0.0; self.specs.len()]);
         self.metrics.finish(stats, &at_window);
         (self.metrics.servers, self.metrics.kernel) = self.server_stats();
+        let bytes: f64 = self.metrics.servers.iter().map(|s| s.bytes).sum();
+        if bytes > 0.0 {
+            self.metrics.per_byte = Some(self.metrics.window_counts.scaled(1.0 / bytes));
+        }
         self.metrics
     }
 
@@ -776,7 +780,7 @@ impl<'a> OsSim<'a> {
                 continue;
             };
             if in_window && self.kernel.active() {
-                self.account_task_kernel(c, t, dt);
+                self.account_task_kernel(c, dt);
             }
             let paid = self.cpus[c].debt.min(dt);
             self.cpus[c].debt -= paid;
@@ -800,9 +804,14 @@ impl<'a> OsSim<'a> {
 
     /// Counts what CPU `c` retires in `dt` cycles of progress at its current rate.
     fn count_retired(&mut self, c: CpuId, dt: f64) {
+        use crate::oracle::CounterEvent as E;
         if let Some(r) = self.rates[c] {
-            self.metrics.window_instructions += dt * r.ipc;
-            self.metrics.window_llc_misses += dt * r.epc[crate::oracle::CounterEvent::LlcMisses];
+            let w = &mut self.metrics.window_counts;
+            w.instructions += dt * r.ipc;
+            w.l1i_misses += dt * r.epc[E::L1iMisses];
+            w.l1d_misses += dt * r.epc[E::L1dMisses];
+            w.llc_misses += dt * r.epc[E::LlcMisses];
+            w.branch_mispredicts += dt * r.epc[E::BranchMispredicts];
         }
     }
 

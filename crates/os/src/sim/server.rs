@@ -60,8 +60,9 @@ struct Clients {
     idle_servers: VecDeque<TaskId>,
     /// Solo cycles of one request's pass over the server workload's phases.
     request_cycles: f64,
+    /// Response times of requests sent in the window, and every response completed in it.
     latencies_cycles: Vec<f64>,
-    instructions: f64,
+    completed: usize,
 }
 
 /// Everything of the kernel's own work a simulation tracks; empty for a set without devices.
@@ -148,7 +149,7 @@ impl KernelWork {
                 idle_servers: VecDeque::new(),
                 request_cycles,
                 latencies_cycles: Vec::new(),
-                instructions: 0.0,
+                completed: 0,
             });
         }
         Ok(KernelWork {
@@ -356,6 +357,9 @@ impl OsSim<'_> {
             .take()
             .expect("a server task serves a request");
         let c = r.clients;
+        if self.now >= self.metrics.window.0 {
+            self.kernel.clients[c].completed += 1;
+        }
         if self.now >= self.metrics.window.0 && r.sent >= self.metrics.window.0 {
             self.kernel.clients[c]
                 .latencies_cycles
@@ -407,13 +411,10 @@ impl OsSim<'_> {
     }
 
     /// Accounts `dt` cycles of a task's running on `cpu` to the window's totals.
-    pub(super) fn account_task_kernel(&mut self, cpu: usize, t: TaskId, dt: f64) {
+    pub(super) fn account_task_kernel(&mut self, cpu: usize, dt: f64) {
         let r = self.rates[cpu].expect("a running task has a rate");
         self.kernel.busy_cycles += dt;
         self.kernel.kernel_cycles += dt * r.kernel_share;
-        if let Some(req) = self.tasks[t].serving {
-            self.kernel.clients[req.clients].instructions += dt * r.ipc;
-        }
     }
 
     /// The servers' statistics over the measurement window.
@@ -435,10 +436,10 @@ impl OsSim<'_> {
                     .collect();
                 ServerStats::of(
                     &c.spec.name,
+                    c.completed,
                     ms,
                     seconds,
                     c.spec.response_bytes,
-                    c.instructions,
                 )
             })
             .collect();
