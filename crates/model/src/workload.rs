@@ -258,17 +258,7 @@ impl WorkloadProfile {
                     "must be positive",
                 ));
             }
-            let mix = Mix {
-                ilp: p.ilp,
-                uops_per_instruction: p.uops_per_instruction,
-                loads: p.loads,
-                stores: p.stores,
-                branches: p.branches,
-                fp_ops: p.fp_ops,
-                branch_mispredict_rate: p.branch_mispredict_rate,
-                taken_branches: p.taken_branches,
-                instruction_bytes: p.instruction_bytes,
-            };
+            let mix = p.mix();
             mix.check(&at, origin)?;
             check_regions(&at, &mix, &p.code, &p.data, false, origin)?;
             if let Some(k) = &p.kernel {
@@ -345,20 +335,42 @@ impl WorkloadProfile {
     }
 }
 
-/// The instruction mix of a phase or of its kernel part, for validation.
-struct Mix {
-    ilp: f64,
-    uops_per_instruction: f64,
-    loads: f64,
-    stores: f64,
-    branches: f64,
-    fp_ops: f64,
-    branch_mispredict_rate: f64,
-    taken_branches: f64,
-    instruction_bytes: u32,
+/// The instruction mix of a phase or of its kernel part: what the simulator's streams and its
+/// core timing need of either.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InstructionMix {
+    pub ilp: f64,
+    pub uops_per_instruction: f64,
+    pub loads: f64,
+    pub stores: f64,
+    pub branches: f64,
+    /// Locked read-modify-writes (an SMP kernel's); zero in user code.
+    pub locked: f64,
+    pub fp_ops: f64,
+    pub branch_mispredict_rate: f64,
+    pub taken_branches: f64,
+    pub instruction_bytes: u32,
 }
 
-impl Mix {
+impl PhaseSpec {
+    /// The mix of the phase's user part.
+    pub fn mix(&self) -> InstructionMix {
+        InstructionMix {
+            ilp: self.ilp,
+            uops_per_instruction: self.uops_per_instruction,
+            loads: self.loads,
+            stores: self.stores,
+            branches: self.branches,
+            locked: 0.0,
+            fp_ops: self.fp_ops,
+            branch_mispredict_rate: self.branch_mispredict_rate,
+            taken_branches: self.taken_branches,
+            instruction_bytes: self.instruction_bytes,
+        }
+    }
+}
+
+impl InstructionMix {
     fn check(&self, at: &str, origin: &Origin) -> Result<(), ModelError> {
         let bad = |k: &str, value: &dyn std::fmt::Display, reason: &str| {
             Err(ModelError::invalid(
@@ -413,7 +425,7 @@ impl Mix {
 /// be named and fit a kernel slot).
 fn check_regions(
     at: &str,
-    mix: &Mix,
+    mix: &InstructionMix,
     code: &[CodeRegion],
     data: &[DataRegion],
     kernel: bool,
@@ -524,7 +536,7 @@ impl KernelWork {
         }
         let mix = self.mix();
         mix.check(at, origin)?;
-        let classes = mix.loads + mix.stores + mix.branches + locked / 1000.0;
+        let classes = mix.loads + mix.stores + mix.branches + mix.locked;
         if classes > 1.0 + 1e-9 {
             return bad(
                 "locked_per_kilo_instructions",
@@ -535,13 +547,15 @@ impl KernelWork {
         check_regions(at, &mix, &self.code, &self.data, true, origin)
     }
 
-    fn mix(&self) -> Mix {
-        Mix {
+    /// The mix of the kernel code (no floating point).
+    pub fn mix(&self) -> InstructionMix {
+        InstructionMix {
             ilp: self.ilp,
             uops_per_instruction: self.uops_per_instruction,
             loads: self.loads,
             stores: self.stores,
             branches: self.branches,
+            locked: self.locked_per_kilo_instructions / 1000.0,
             fp_ops: 0.0,
             branch_mispredict_rate: self.branch_mispredict_rate,
             taken_branches: self.taken_branches,

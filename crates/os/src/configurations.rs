@@ -11,7 +11,7 @@ use crate::sim::{Baseline, OsSim, SimConfig};
 use crate::taskset::{TaskSetSpec, TaskSpec};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use smtsched_model::{load_machine, load_workload, CpuSet, KernelBuild, Override};
+use smtsched_model::{load_machine, load_workload, CpuSet, KernelBuild, MachineModel, Override};
 
 /// Instructions per oracle sample: warm-up, then measured.
 const ORACLE_WARMUP: u64 = 1_000_000;
@@ -330,18 +330,44 @@ pub fn run(
     } else {
         spec.variants.iter().map(Some).collect()
     };
-    let jobs: Vec<(Option<&Variant>, &Configuration)> = variants
-        .iter()
-        .flat_map(|&v| spec.configs.iter().map(move |c| (v, c)))
-        .collect();
-    let cells = jobs
+    // Cells that run the same workloads on the same machine and kernel build share one oracle
+    // (its memo), so a situation common to them is simulated once; the groups run in parallel.
+    let mut groups: Vec<(OracleKey, Vec<Job>)> = Vec::new();
+    for &v in &variants {
+        for c in &spec.configs {
+            let s = configured(set, c, v);
+            let key = OracleKey {
+                machine: c
+                    .machine
+                    .clone()
+                    .unwrap_or_else(|| common.machine.to_string()),
+                kernel: c.kernel,
+                workloads: s.oracle_workloads(),
+            };
+            let job = Job {
+                variant: v,
+                config: c,
+                set: s,
+            };
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, jobs)) => jobs.push(job),
+                None => groups.push((key, vec![job])),
+            }
+        }
+    }
+    let per_group = groups
         .par_iter()
-        .map(|&(v, c)| {
-            let cell = run_cell(spec, set, common, v, c);
-            progress();
-            cell
-        })
-        .collect::<Result<Vec<Cell>, String>>()?;
+        .map(|(key, jobs)| run_group(spec, common, key, jobs, progress))
+        .collect::<Result<Vec<Vec<Cell>>, String>>()?;
+    let mut cells: Vec<Cell> = per_group.into_iter().flatten().collect();
+    let position = |c: &Cell| {
+        let row = variants
+            .iter()
+            .position(|v| v.map_or("", |v| &v.name) == c.row);
+        let config = spec.configs.iter().position(|k| k.name == c.config);
+        (row, config)
+    };
+    cells.sort_by_key(|c| position(c));
     Ok(ConfigResults {
         metrics: spec.metrics.clone(),
         rows: variants
@@ -353,25 +379,36 @@ pub fn run(
     })
 }
 
-fn run_cell(
+/// What an oracle is built from.
+#[derive(PartialEq)]
+struct OracleKey {
+    machine: String,
+    kernel: KernelBuild,
+    workloads: Vec<String>,
+}
+
+/// One cell to run: a variant in a configuration, and the task set they make.
+struct Job<'a> {
+    variant: Option<&'a Variant>,
+    config: &'a Configuration,
+    set: TaskSetSpec,
+}
+
+/// Runs the cells of one oracle group, one after another.
+fn run_group(
     spec: &ConfigurationsSpec,
-    set: &TaskSetSpec,
     common: &Common,
-    v: Option<&Variant>,
-    c: &Configuration,
-) -> Result<Cell, String> {
-    let at = |e: String| format!("config {:?}: {e}", c.name);
-    let s = configured(set, c, v);
-    s.validate().map_err(at)?;
-    let m = load_machine(
-        c.machine.as_deref().unwrap_or(common.machine),
-        common.overrides,
-    )
-    .map_err(|e| at(e.to_string()))?;
-    let profiles = s
-        .oracle_workloads()
+    key: &OracleKey,
+    jobs: &[Job],
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<Cell>, String> {
+    let first = &jobs[0].config.name;
+    let at = |e: String| format!("config {first:?}: {e}");
+    let m = load_machine(&key.machine, common.overrides).map_err(|e| at(e.to_string()))?;
+    let profiles = key
+        .workloads
         .iter()
-        .map(|w| load_workload(w, &[]).map(|p| p.built_for(c.kernel)))
+        .map(|w| load_workload(w, &[]).map(|p| p.built_for(key.kernel)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| at(e.to_string()))?;
     let oracle = SimulatedOracle::new(
@@ -381,6 +418,25 @@ fn run_cell(
         ORACLE_WARMUP,
         ORACLE_MEASURE,
     );
+    jobs.iter()
+        .map(|job| {
+            let cell = run_cell(spec, common, &m, &oracle, job);
+            progress();
+            cell
+        })
+        .collect()
+}
+
+fn run_cell(
+    spec: &ConfigurationsSpec,
+    common: &Common,
+    m: &MachineModel,
+    oracle: &SimulatedOracle,
+    job: &Job,
+) -> Result<Cell, String> {
+    let c = job.config;
+    let at = |e: String| format!("config {:?}: {e}", c.name);
+    job.set.validate().map_err(at)?;
     let clock = m.clock_ghz * 1e9;
     let mut values = Vec::new();
     for r in 0..common.repetitions {
@@ -392,13 +448,13 @@ fn run_cell(
             .map(CpuSet::parse)
             .transpose()
             .map_err(|e| at(e.to_string()))?;
-        let metrics = OsSim::new(&m, &oracle, &s, Box::new(Naive), cfg)
+        let metrics = OsSim::new(m, oracle, &job.set, Box::new(Naive), cfg)
             .map_err(at)?
             .run();
         values.push(spec.metrics.iter().map(|k| k.of(&metrics, clock)).collect());
     }
     Ok(Cell {
-        row: v.map_or(String::new(), |v| v.name.clone()),
+        row: job.variant.map_or(String::new(), |v| v.name.clone()),
         config: c.name.clone(),
         values,
     })

@@ -3,7 +3,7 @@
 
 use crate::rng::{derive_seed, threshold, SimRng};
 use smtsched_model::{
-    AccessPattern, CodeRegion, DataRegion, KernelWork, PhaseSpec, PowerLaw, WorkloadProfile,
+    AccessPattern, CodeRegion, DataRegion, InstructionMix, PhaseSpec, PowerLaw, WorkloadProfile,
 };
 use std::collections::BTreeMap;
 
@@ -96,23 +96,13 @@ pub struct PhaseTiming {
 }
 
 impl PhaseTiming {
-    fn of(p: &PhaseSpec) -> Self {
+    fn of(m: &InstructionMix) -> Self {
         PhaseTiming {
-            ilp: p.ilp,
-            uops_per_instruction: p.uops_per_instruction,
-            loads: p.loads,
-            stores: p.stores,
-            fp_ops: p.fp_ops,
-        }
-    }
-
-    fn of_kernel(k: &KernelWork) -> Self {
-        PhaseTiming {
-            ilp: k.ilp,
-            uops_per_instruction: k.uops_per_instruction,
-            loads: k.loads,
-            stores: k.stores,
-            fp_ops: 0.0,
+            ilp: m.ilp,
+            uops_per_instruction: m.uops_per_instruction,
+            loads: m.loads,
+            stores: m.stores,
+            fp_ops: m.fp_ops,
         }
     }
 }
@@ -346,20 +336,15 @@ impl Areas {
         i
     }
 
-    /// The thresholds of a mix and the areas of its regions.
-    #[allow(clippy::too_many_arguments)]
+    /// The thresholds of a mix and the areas of its regions (`kernel`: in the kernel half).
     fn mix(
         &mut self,
-        fractions: [f64; 5],
-        mispredict: f64,
-        taken: f64,
-        instr_bytes: u32,
+        m: &InstructionMix,
         code: &[CodeRegion],
         data: &[DataRegion],
-        timing: PhaseTiming,
         kernel: bool,
     ) -> Mix {
-        let bytes = instr_bytes as u64;
+        let bytes = m.instruction_bytes as u64;
         let code_idx: Vec<(f64, usize)> = code
             .iter()
             .map(|c| (c.weight, self.code(c, bytes, kernel)))
@@ -368,55 +353,30 @@ impl Areas {
             .iter()
             .map(|d| (d.weight, self.data(d, kernel)))
             .collect();
-        let [loads, stores, branches, locked, fp] = fractions;
         let mut acc = 0.0;
         let mut cum = |x: f64| {
             acc += x;
             threshold(acc)
         };
         Mix {
-            t_load: cum(loads),
-            t_store: cum(stores),
-            t_branch: cum(branches),
-            t_locked: cum(locked),
-            t_fp: cum(fp),
-            t_mispredict: (threshold(mispredict) >> 32) as u32,
-            t_taken: (threshold(taken) >> 32) as u32,
+            t_load: cum(m.loads),
+            t_store: cum(m.stores),
+            t_branch: cum(m.branches),
+            t_locked: cum(m.locked),
+            t_fp: cum(m.fp_ops),
+            t_mispredict: (threshold(m.branch_mispredict_rate) >> 32) as u32,
+            t_taken: (threshold(m.taken_branches) >> 32) as u32,
             instr_bytes: bytes,
             code: cumulative(code_idx.into_iter()),
             data: cumulative(data_idx.into_iter()),
-            timing,
+            timing: PhaseTiming::of(m),
         }
     }
 
     fn phase(&mut self, p: &PhaseSpec) -> Phase {
-        let mix = self.mix(
-            [p.loads, p.stores, p.branches, 0.0, p.fp_ops],
-            p.branch_mispredict_rate,
-            p.taken_branches,
-            p.instruction_bytes,
-            &p.code,
-            &p.data,
-            PhaseTiming::of(p),
-            false,
-        );
+        let mix = self.mix(&p.mix(), &p.code, &p.data, false);
         let kernel = p.kernel.as_ref().map(|k| KernelPart {
-            mix: self.mix(
-                [
-                    k.loads,
-                    k.stores,
-                    k.branches,
-                    k.locked_per_kilo_instructions / 1000.0,
-                    0.0,
-                ],
-                k.branch_mispredict_rate,
-                k.taken_branches,
-                k.instruction_bytes,
-                &k.code,
-                &k.data,
-                PhaseTiming::of_kernel(k),
-                true,
-            ),
+            mix: self.mix(&k.mix(), &k.code, &k.data, true),
             entry_instructions: k.instructions_per_entry,
             mean_gap: k.instructions_per_entry as f64 * (1.0 - k.share) / k.share,
         });

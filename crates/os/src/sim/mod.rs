@@ -568,21 +568,21 @@ impl<'a> OsSim<'a> {
         }
     }
 
+    /// An exponentially distributed time with mean `mean` cycles.
+    fn exponential(&mut self, mean: f64) -> f64 {
+        -mean * (1.0 - self.rng.unit()).ln()
+    }
+
     fn next_block(&mut self, bench: usize) -> f64 {
         match &self.specs[bench].block {
-            Some(b) => {
-                let mean = b.run_ms * 1e-3 * self.machine.clock_ghz * 1e9;
-                -mean * (1.0 - self.rng.unit()).ln()
-            }
+            Some(b) => self.exponential(b.run_ms * 1e-3 * self.machine.clock_ghz * 1e9),
             None => f64::INFINITY,
         }
     }
 
     fn wait_cycles(&mut self, bench: usize) -> f64 {
         match &self.specs[bench].block {
-            Some(b) => {
-                -(b.wait_ms * 1e-3 * self.machine.clock_ghz * 1e9) * (1.0 - self.rng.unit()).ln()
-            }
+            Some(b) => self.exponential(b.wait_ms * 1e-3 * self.machine.clock_ghz * 1e9),
             None => 0.0,
         }
     }

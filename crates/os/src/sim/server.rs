@@ -252,11 +252,6 @@ impl OsSim<'_> {
         self.machine.clock_ghz * 1e9
     }
 
-    /// An exponentially distributed time with mean `mean` cycles.
-    fn exponential(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.rng.unit()).ln()
-    }
-
     /// The client group a benchmark's tasks serve.
     pub(super) fn server_clients(&self, bench: usize) -> Option<usize> {
         let name = self.specs[bench].serves.as_deref()?;
