@@ -915,3 +915,55 @@ fn every_process_of_a_cgroup_is_managed_and_new_members_are_found() {
     signal(&agent, libc::SIGTERM);
     assert!(finish(agent).status.success());
 }
+
+/// `copies = N` in a task set launches N processes of the task; a server task (`serves`) is the
+/// simulator's and is refused in one line.
+#[test]
+fn copies_of_a_task_are_separate_processes() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("copies.toml"),
+        "name = \"c\"\n[[task]]\nworkload = \"dense-fp\"\ncopies = 3\n",
+    )
+    .unwrap();
+    let out = smtsched(
+        d,
+        &[
+            "agent",
+            "run",
+            "--tasks",
+            "copies.toml",
+            "--policy",
+            "naive",
+            "--duration",
+            "0.6",
+            "--json",
+            "--state-dir",
+            "state",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pids: std::collections::BTreeSet<u64> = report["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["label"] == "dense-fp")
+        .map(|t| t["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 3, "{report}");
+    let server = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tasksets/specweb96-flash.toml"
+    );
+    assert_bad_input(
+        &smtsched(d, &["agent", "run", "--tasks", server, "--dry-run"]),
+        &["task[0].serves"],
+    );
+}

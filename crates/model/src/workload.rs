@@ -271,42 +271,30 @@ impl WorkloadProfile {
 
     /// Regions that share a name are one memory, so they must agree on their size.
     fn check_shared_names(&self, origin: &Origin) -> Result<(), ModelError> {
-        let regions = |p: &PhaseSpec| {
-            let kernel = p.kernel.iter().flat_map(|k| k.data.iter());
-            p.data.iter().chain(kernel).cloned().collect::<Vec<_>>()
-        };
-        let code = |p: &PhaseSpec| {
-            let kernel = p.kernel.iter().flat_map(|k| k.code.iter());
-            p.code.iter().chain(kernel).cloned().collect::<Vec<_>>()
-        };
-        let all_data: Vec<DataRegion> = self.phase.iter().flat_map(regions).collect();
-        let all_code: Vec<CodeRegion> = self.phase.iter().flat_map(code).collect();
+        // (phase, "code" or "data", kernel half, name, size) of every named region.
+        let mut named: Vec<(usize, &str, bool, &str, u64)> = Vec::new();
         for (i, p) in self.phase.iter().enumerate() {
-            for d in regions(p).iter().filter(|d| !d.name.is_empty()) {
-                if let Some(e) = all_data
-                    .iter()
-                    .find(|e| e.name == d.name && e.size_bytes != d.size_bytes)
-                {
-                    return Err(ModelError::invalid(
-                        origin,
-                        format!("phase[{i}] data region {:?}.size_bytes", d.name),
-                        d.size_bytes,
-                        format!("the region has another size ({}) elsewhere", e.size_bytes),
-                    ));
+            let halves = std::iter::once((false, &p.code, &p.data))
+                .chain(p.kernel.iter().map(|k| (true, &k.code, &k.data)));
+            for (kernel, code, data) in halves {
+                let code = code.iter().map(|c| ("code", c.name.as_str(), c.size_bytes));
+                let data = data.iter().map(|d| ("data", d.name.as_str(), d.size_bytes));
+                for (kind, name, size) in code.chain(data).filter(|r| !r.1.is_empty()) {
+                    named.push((i, kind, kernel, name, size));
                 }
             }
-            for c in code(p).iter().filter(|c| !c.name.is_empty()) {
-                if let Some(e) = all_code
-                    .iter()
-                    .find(|e| e.name == c.name && e.size_bytes != c.size_bytes)
-                {
-                    return Err(ModelError::invalid(
-                        origin,
-                        format!("phase[{i}] code region {:?}.size_bytes", c.name),
-                        c.size_bytes,
-                        format!("the region has another size ({}) elsewhere", e.size_bytes),
-                    ));
-                }
+        }
+        for &(i, kind, kernel, name, size) in &named {
+            let other = named
+                .iter()
+                .find(|o| (o.1, o.2, o.3) == (kind, kernel, name) && o.4 != size);
+            if let Some(o) = other {
+                return Err(ModelError::invalid(
+                    origin,
+                    format!("phase[{i}] {kind} region {name:?}.size_bytes"),
+                    size,
+                    format!("the region has another size ({}) elsewhere", o.4),
+                ));
             }
         }
         Ok(())

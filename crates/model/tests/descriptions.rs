@@ -162,3 +162,38 @@ fn power_law_miss_ratio_matches_its_closed_form() {
         assert!((law.miss_ratio(x) - (1.0 - u)).abs() < 1e-9, "u={u}");
     }
 }
+
+/// A region name is one memory within its half: two user regions of one name must agree on
+/// their size; a user region and a kernel region of one name are different memory.
+#[test]
+fn region_names_are_one_memory_within_user_or_kernel() {
+    let profile = |user_b: u64, kernel_b: u64| {
+        format!(
+            "name = \"w\"\n[[phase]]\ninstructions = 1000\nilp = 1.0\nloads = 0.3\nstores = 0.0\n\
+             branches = 0.1\nbranch_mispredict_rate = 0.0\n\
+             [[phase.code]]\nsize_bytes = 64\nweight = 1.0\n\
+             [[phase.data]]\nname = \"buf\"\nsize_bytes = 4096\nweight = 1.0\npattern = \"random\"\n\
+             [[phase.data]]\nname = \"buf\"\nsize_bytes = {user_b}\nweight = 1.0\npattern = \"random\"\n\
+             [phase.kernel]\nshare = 0.5\ninstructions_per_entry = 100\nilp = 1.0\nloads = 0.3\n\
+             stores = 0.0\nbranches = 0.1\nbranch_mispredict_rate = 0.0\n\
+             [[phase.kernel.code]]\nname = \"ktext\"\nsize_bytes = 64\nweight = 1.0\n\
+             [[phase.kernel.data]]\nname = \"buf\"\nsize_bytes = {kernel_b}\nweight = 1.0\n\
+             pattern = \"random\"\n"
+        )
+    };
+    let load = |text: String| {
+        workload_from_source(
+            &Source {
+                origin: Origin::Inline("w".into()),
+                text,
+            },
+            &[],
+        )
+    };
+    assert!(load(profile(4096, 8192)).is_ok());
+    let err = load(profile(2048, 8192)).unwrap_err().to_string();
+    assert!(
+        err.contains("data region \"buf\".size_bytes") && err.contains("4096"),
+        "{err}"
+    );
+}

@@ -269,20 +269,21 @@ fn pick(table: &[(u64, usize)], r: u64) -> usize {
     table.last().map_or(0, |&(_, i)| i)
 }
 
-/// Code and data areas of a stream, interned by region name.
+/// Code and data areas of a stream, interned by region name and half (a user region and a
+/// kernel region of one name are different memory).
 #[derive(Default)]
 struct Areas {
     code: Vec<CodeArea>,
     data: Vec<DataState>,
-    code_names: BTreeMap<String, usize>,
-    data_names: BTreeMap<String, usize>,
+    code_names: BTreeMap<(String, bool), usize>,
+    data_names: BTreeMap<(String, bool), usize>,
 }
 
 impl Areas {
     /// The code area of `c` (`kernel`: in the shared kernel half).
     fn code(&mut self, c: &CodeRegion, instr_bytes: u64, kernel: bool) -> usize {
         if let Some(&i) = (!c.name.is_empty())
-            .then(|| self.code_names.get(&c.name))
+            .then(|| self.code_names.get(&(c.name.clone(), kernel)))
             .flatten()
         {
             return i;
@@ -299,7 +300,7 @@ impl Areas {
             quantiles: c.power_law().map(|l| quantiles(&l)).unwrap_or_default(),
         });
         if !c.name.is_empty() {
-            self.code_names.insert(c.name.clone(), i);
+            self.code_names.insert((c.name.clone(), kernel), i);
         }
         i
     }
@@ -307,7 +308,7 @@ impl Areas {
     /// The data area of `d` (`kernel`: in the shared kernel half).
     fn data(&mut self, d: &DataRegion, kernel: bool) -> usize {
         if let Some(&i) = (!d.name.is_empty())
-            .then(|| self.data_names.get(&d.name))
+            .then(|| self.data_names.get(&(d.name.clone(), kernel)))
             .flatten()
         {
             return i;
@@ -331,7 +332,7 @@ impl Areas {
             quantiles: d.power_law().map(|l| quantiles(&l)).unwrap_or_default(),
         });
         if !d.name.is_empty() {
-            self.data_names.insert(d.name.clone(), i);
+            self.data_names.insert((d.name.clone(), kernel), i);
         }
         i
     }

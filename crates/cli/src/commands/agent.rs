@@ -141,11 +141,18 @@ fn agent_error(e: AgentError) -> anyhow::Error {
     }
 }
 
-/// The launches of a task-set file: each task's command, or its built-in kernel.
+/// The launches of a task-set file: each task's command, or its built-in kernel, once per copy.
 fn launches_of(file: &Path, exe: &Path) -> Result<Vec<Launch>> {
     let set = smtsched_os::taskset::load_taskset(&file.display().to_string())?;
     let mut out = Vec::new();
     for (i, t) in set.tasks.iter().enumerate() {
+        if t.serves.is_some() {
+            return Err(bad_input(format!(
+                "{}: task[{i}].serves: the agent runs real processes; their requests come from \
+                 real clients, not from the set's [[clients]]",
+                file.display()
+            )));
+        }
         let cpus = t
             .cpus
             .as_deref()
@@ -190,14 +197,17 @@ fn launches_of(file: &Path, exe: &Path) -> Result<Vec<Launch>> {
                 (argv.to_vec(), true)
             }
         };
-        out.push(Launch {
-            argv,
-            label: t.workload.clone(),
-            trust: t.trust.clone(),
-            nice: t.nice,
-            cpus,
-            builtin,
-        });
+        // Every copy is a process of its own.
+        for _ in 0..t.copies {
+            out.push(Launch {
+                argv: argv.clone(),
+                label: t.workload.clone(),
+                trust: t.trust.clone(),
+                nice: t.nice,
+                cpus: cpus.clone(),
+                builtin,
+            });
+        }
     }
     Ok(out)
 }
