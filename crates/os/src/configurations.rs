@@ -42,11 +42,15 @@ pub struct Configuration {
     pub copies: Option<u32>,
 }
 
-/// A variant of the set's first task: another workload, another number of copies.
+/// A variant of the set: another workload or number of copies of its first task, or other
+/// tasks altogether (a multiprogrammed mix beside a server: the set's devices stay, its clients
+/// only where a task serves them).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Variant {
     pub name: String,
+    #[serde(default, rename = "task", skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,8 +64,11 @@ pub enum ConfigMetric {
     /// Responses of the first client group, Mb/s.
     MegabitsPerS,
     RequestsPerS,
-    /// Mean response time of the first client group, ms.
+    /// Mean response time of the first client group (to the last byte, and to the first), and
+    /// the mean time between the first byte and the last (httperf's "transfer time"), ms.
     ResponseMeanMs,
+    FirstByteMeanMs,
+    TransferMeanMs,
     /// Share of busy cycles in the kernel, and running interrupt work.
     KernelShare,
     InterruptShare,
@@ -86,6 +93,10 @@ impl ConfigMetric {
             ConfigMetric::MegabitsPerS => server.map(|s| s.megabits_per_s),
             ConfigMetric::RequestsPerS => server.map(|s| s.requests_per_s),
             ConfigMetric::ResponseMeanMs => server.and_then(|s| s.response_ms.map(|r| r.mean)),
+            ConfigMetric::FirstByteMeanMs => server.and_then(|s| s.first_byte_ms.map(|r| r.mean)),
+            ConfigMetric::TransferMeanMs => {
+                server.and_then(|s| Some(s.response_ms?.mean - s.first_byte_ms?.mean))
+            }
             ConfigMetric::KernelShare => m.kernel.map(|k| k.kernel_share),
             ConfigMetric::InterruptShare => m.kernel.map(|k| k.interrupt_share),
             ConfigMetric::RunSeconds => {
@@ -111,6 +122,8 @@ impl ConfigMetric {
             ConfigMetric::MegabitsPerS => "Mb/s",
             ConfigMetric::RequestsPerS => "requests/s",
             ConfigMetric::ResponseMeanMs => "mean response (ms)",
+            ConfigMetric::FirstByteMeanMs => "mean first byte (ms)",
+            ConfigMetric::TransferMeanMs => "mean transfer (ms)",
             ConfigMetric::KernelShare => "kernel share",
             ConfigMetric::InterruptShare => "interrupt share",
             ConfigMetric::RunSeconds => "run time (s)",
@@ -124,7 +137,7 @@ impl ConfigMetric {
 
 /// A claim: `metric` in configuration `ratio[0]` over its value in `ratio[1]` (or, with one
 /// name, the value itself) lies within `within` (inclusive), for the row named `row` or for
-/// every row.
+/// every row; with `over_row`, that quantity in `row` divided by the same in `over_row` does.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct RatioClaim {
@@ -132,6 +145,8 @@ pub struct RatioClaim {
     pub metric: ConfigMetric,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_row: Option<String>,
     pub ratio: Vec<String>,
     pub within: [f64; 2],
 }
@@ -201,8 +216,20 @@ impl ConfigResults {
         Some(holds)
     }
 
-    /// The ratio a claim compares, for one row.
+    /// The quantity a claim compares, for one row (divided by the same in `over_row`).
     pub fn ratio(&self, row: &str, claim: &RatioClaim) -> Option<f64> {
+        let a = self.row_ratio(row, claim)?;
+        match &claim.over_row {
+            None => Some(a),
+            Some(other) => {
+                let b = self.row_ratio(other, claim)?;
+                (b != 0.0).then(|| a / b)
+            }
+        }
+    }
+
+    /// The ratio of the claim's configurations (or the one value) in one row.
+    fn row_ratio(&self, row: &str, claim: &RatioClaim) -> Option<f64> {
         let a = self.mean(row, &claim.ratio[0], claim.metric)?;
         match claim.ratio.get(1) {
             None => Some(a),
@@ -244,6 +271,13 @@ pub fn validate(spec: &ConfigurationsSpec, set: &TaskSetSpec) -> Result<(), Stri
             ));
         }
     }
+    for (i, v) in spec.variants.iter().enumerate() {
+        if !v.tasks.is_empty() {
+            configured(set, &spec.configs[0], Some(v))
+                .validate()
+                .map_err(|e| format!("variant[{i}].{e}"))?;
+        }
+    }
     for (i, c) in spec.claims.iter().enumerate() {
         if !(1..=2).contains(&c.ratio.len()) {
             return Err(format!(
@@ -255,12 +289,19 @@ pub fn validate(spec: &ConfigurationsSpec, set: &TaskSetSpec) -> Result<(), Stri
                 return Err(format!("claim[{i}].ratio: no [[config]] is named {n:?}"));
             }
         }
-        if let Some(r) = &c.row {
-            if !spec.variants.iter().any(|v| &v.name == r) {
-                return Err(format!(
-                    "claim[{i}].row = {r:?}: no [[variant]] has that name"
-                ));
+        for (k, row) in [("row", &c.row), ("over_row", &c.over_row)] {
+            if let Some(r) = row {
+                if !spec.variants.iter().any(|v| &v.name == r) {
+                    return Err(format!(
+                        "claim[{i}].{k} = {r:?}: no [[variant]] has that name"
+                    ));
+                }
             }
+        }
+        if c.over_row.is_some() && c.row.is_none() {
+            return Err(format!(
+                "claim[{i}].over_row: compares one row with another; name the first in row"
+            ));
         }
         if !spec.metrics.contains(&c.metric) {
             return Err(format!(
@@ -281,6 +322,11 @@ pub fn validate(spec: &ConfigurationsSpec, set: &TaskSetSpec) -> Result<(), Stri
 /// The set as configuration `c` and variant `v` run it.
 fn configured(set: &TaskSetSpec, c: &Configuration, v: Option<&Variant>) -> TaskSetSpec {
     let mut s = set.clone();
+    if let Some(v) = v.filter(|v| !v.tasks.is_empty()) {
+        s.tasks = v.tasks.clone();
+        s.clients
+            .retain(|c| s.tasks.iter().any(|t| t.serves.as_ref() == Some(&c.name)));
+    }
     let first: &mut TaskSpec = &mut s.tasks[0];
     if let Some(v) = v {
         if let Some(w) = &v.workload {
@@ -523,7 +569,12 @@ fn format_value(k: ConfigMetric, v: f64) -> String {
             format!("{v:.3}")
         }
         ConfigMetric::LlcMissesPerS => format!("{:.2}M", v / 1e6),
-        ConfigMetric::RunSeconds | ConfigMetric::ResponseMeanMs => format!("{v:.3}"),
+        ConfigMetric::RunSeconds
+        | ConfigMetric::ResponseMeanMs
+        | ConfigMetric::FirstByteMeanMs
+        | ConfigMetric::TransferMeanMs => {
+            format!("{v:.3}")
+        }
         _ => format!("{v:.0}"),
     }
 }
@@ -551,6 +602,7 @@ mod tests {
             says: "x".into(),
             metric: ConfigMetric::MegabitsPerS,
             row: None,
+            over_row: None,
             ratio: ratio.iter().map(|s| s.to_string()).collect(),
             within,
         }

@@ -517,6 +517,7 @@ embedded_experiments!(
     "ruan-servers",
     "redstone-apache",
     "thesis-irq",
+    "thesis-http",
     "thesis-kernel-build",
     "thesis-desktop",
 );

@@ -126,6 +126,9 @@ pub struct ServerStats {
     /// Response time percentiles (send to last byte leaving the server) of the requests sent in
     /// the window, ms; `None` without responses.
     pub response_ms: Option<ResponseTimes>,
+    /// The same to the first byte leaving the server (httperf's "response time"; the other is
+    /// its "transfer time").
+    pub first_byte_ms: Option<ResponseTimes>,
     /// Response bytes in the window.
     pub bytes: f64,
 }
@@ -143,28 +146,37 @@ impl ServerStats {
     pub(crate) fn of(
         name: &str,
         completed: usize,
-        mut ms: Vec<f64>,
+        ms: Vec<f64>,
+        first_byte_ms: Vec<f64>,
         seconds: f64,
         response_bytes: u64,
     ) -> ServerStats {
-        ms.sort_by(f64::total_cmp);
-        let n = ms.len();
-        let q = |p: f64| smtsched_report::stats::quantile_sorted(&ms, p);
         let bytes = completed as f64 * response_bytes as f64;
         ServerStats {
             name: name.to_string(),
             completed,
             requests_per_s: completed as f64 / seconds,
             megabits_per_s: bytes * 8.0 / seconds / 1e6,
-            response_ms: (n > 0).then(|| ResponseTimes {
-                mean: ms.iter().sum::<f64>() / n as f64,
-                p50: q(0.5),
-                p90: q(0.9),
-                p99: q(0.99),
-                p999: q(0.999),
-            }),
+            response_ms: ResponseTimes::of(ms),
+            first_byte_ms: ResponseTimes::of(first_byte_ms),
             bytes,
         }
+    }
+}
+
+impl ResponseTimes {
+    /// Mean and percentiles of `ms`; `None` when empty.
+    fn of(mut ms: Vec<f64>) -> Option<ResponseTimes> {
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let q = |p: f64| smtsched_report::stats::quantile_sorted(&ms, p);
+        (n > 0).then(|| ResponseTimes {
+            mean: ms.iter().sum::<f64>() / n as f64,
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p999: q(0.999),
+        })
     }
 }
 

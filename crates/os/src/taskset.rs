@@ -40,6 +40,23 @@ pub struct DeviceSpec {
     /// raise; 0 = none.
     #[serde(default)]
     pub rate_per_s: f64,
+    /// The wire's rate, Mb/s: each part of a response leaves on it after the server's pass that
+    /// produced it, one after another (a shared link, first come first served); `None`: the
+    /// wire is never the bottleneck. A server's socket buffer holds two parts of a response
+    /// (Linux 2.4's largest send buffer, 128 KiB, holds two 64 KiB writes): it writes the next
+    /// part once the part before the one just written has left the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_mbit_per_s: Option<f64>,
+}
+
+/// How an open loop's requests are spaced: Poisson arrivals, or one every 1/rate seconds
+/// (httperf's `--rate`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arrivals {
+    #[default]
+    Poisson,
+    Fixed,
 }
 
 /// Clients of a server: closed loop (`connections`, each waiting for its response and thinking
@@ -52,6 +69,9 @@ pub struct ClientsSpec {
     pub connections: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_per_s: Option<f64>,
+    /// Spacing of an open loop's requests.
+    #[serde(default)]
+    pub arrivals: Arrivals,
     /// Mean think time between a response and the connection's next request (exponential).
     #[serde(default)]
     pub think_ms: f64,
@@ -64,6 +84,16 @@ pub struct ClientsSpec {
     /// among several requests).
     pub rx_interrupts_per_request: f64,
     pub tx_interrupts_per_request: f64,
+    /// Passes over the server workload's phases one response takes: each pass produces an
+    /// equal part of the response (a large file sent a buffer at a time); the first part's
+    /// departure is the response's first byte. Transmit-side interrupts are shared among the
+    /// parts.
+    #[serde(default = "one_pass")]
+    pub passes_per_request: u32,
+}
+
+fn one_pass() -> u32 {
+    1
 }
 
 /// A cgroup with a CPU weight: its tasks share the group's weight among themselves (hierarchical
@@ -307,6 +337,14 @@ impl TaskSetSpec {
                 }
                 Err(e) => return Err(format!("{} = {:?}: {e}", f("irq_cpus"), d.irq_cpus)),
             }
+            if let Some(r) = d.link_mbit_per_s {
+                if !(r > 0.0 && r <= 10_000_000.0) {
+                    return Err(format!(
+                        "{} = {r}: must be a positive rate up to 10000000 Mb/s",
+                        f("link_mbit_per_s")
+                    ));
+                }
+            }
             if !(d.rate_per_s >= 0.0 && d.rate_per_s <= 10_000_000.0) {
                 return Err(format!(
                     "{} = {}: must be 0 to 10000000 interrupts per second",
@@ -352,6 +390,19 @@ impl TaskSetSpec {
                     "{} = {}: must be non-negative",
                     f("think_ms"),
                     c.think_ms
+                ));
+            }
+            if !(1..=1_000_000).contains(&c.passes_per_request) {
+                return Err(format!(
+                    "{} = {}: must be 1 to 1000000",
+                    f("passes_per_request"),
+                    c.passes_per_request
+                ));
+            }
+            if c.connections.is_some() && c.arrivals != Arrivals::Poisson {
+                return Err(format!(
+                    "{}: spacing applies to an open loop (rate_per_s), not to connections",
+                    f("arrivals")
                 ));
             }
             if c.response_bytes == 0 {

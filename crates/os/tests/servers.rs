@@ -23,6 +23,7 @@ fn nic(irq_cpus: &str, instructions: u64, rate_per_s: f64) -> DeviceSpec {
         instructions_per_interrupt: instructions,
         irq_cpus: irq_cpus.into(),
         rate_per_s,
+        link_mbit_per_s: None,
     }
 }
 
@@ -31,11 +32,13 @@ fn clients(connections: Option<u32>, rate: Option<f64>) -> ClientsSpec {
         name: "web".into(),
         connections,
         rate_per_s: rate,
+        arrivals: Default::default(),
         think_ms: 0.0,
         response_bytes: 15_027,
         device: "nic".into(),
         rx_interrupts_per_request: 1.2,
         tx_interrupts_per_request: 1.2,
+        passes_per_request: 1,
     }
 }
 
@@ -165,6 +168,47 @@ fn an_open_loop_below_capacity_serves_its_rate_at_about_its_service_time() {
 }
 
 #[test]
+fn a_large_response_leaves_a_part_per_pass_and_waits_for_the_wire() {
+    let m = xeon();
+    let mut c = clients(None, Some(5.0));
+    c.arrivals = smtsched_os::taskset::Arrivals::Fixed;
+    c.response_bytes = 1_000_000;
+    c.passes_per_request = 4;
+    c.tx_interrupts_per_request = 0.0;
+    let mut set = server_set("flash-like", 1, c, "0");
+    set.devices[0].link_mbit_per_s = Some(100.0);
+    let o = oracle(&m, &set);
+    let r = run(&m, &o, &set, "0", 9.0);
+    let s = &r.servers[0];
+    // One request every 200 ms, alone on the machine: 8 s of window holds 40 of them.
+    assert!(
+        (39..=41).contains(&s.completed),
+        "{} responses",
+        s.completed
+    );
+    // The first quarter leaves after the receive interrupts and one pass, plus its 2 ms on a
+    // 100 Mb/s wire; the wire (80 ms for 1 MB) is slower than the passes (~0.05 ms each), so
+    // the last byte leaves 80 ms after the first pass.
+    let pass_ms = o.pass_solo_cycles(0).unwrap() / CLOCK_HZ * 1e3;
+    let rx_ms = 1.2 * solo_cycles(&o, 1, 4000.0) / CLOCK_HZ * 1e3;
+    let first = s.first_byte_ms.unwrap().mean;
+    let last = s.response_ms.unwrap().mean;
+    let expect_first = rx_ms + pass_ms + 20.0;
+    let expect_last = rx_ms + pass_ms + 80.0;
+    assert!(
+        (first - expect_first).abs() < 0.01 * expect_first,
+        "first byte {first} ms, expected {expect_first}"
+    );
+    assert!(
+        (last - expect_last).abs() < 0.01 * expect_last,
+        "last byte {last} ms, expected {expect_last}"
+    );
+    // Fixed spacing and no queueing: every response takes the same time.
+    let t = s.response_ms.unwrap();
+    assert!(t.p999 - t.p50 < 0.01 * t.p50, "{t:?}");
+}
+
+#[test]
 fn interrupts_go_where_their_affinity_says_and_nowhere_offline() {
     let m = xeon();
     let set = server_set("tux-like", 1, clients(Some(16), None), "1");
@@ -203,4 +247,16 @@ fn bad_server_sets_are_rejected_naming_the_field() {
         .validate()
         .unwrap_err()
         .starts_with("device[0].instructions_per_interrupt = 0"));
+    let mut set = server_set("flash-like", 1, clients(Some(8), None), "0");
+    set.clients[0].passes_per_request = 0;
+    assert!(set
+        .validate()
+        .unwrap_err()
+        .starts_with("clients[0].passes_per_request = 0"));
+    let mut set = server_set("flash-like", 1, clients(Some(8), None), "0");
+    set.devices[0].link_mbit_per_s = Some(-1.0);
+    assert!(set
+        .validate()
+        .unwrap_err()
+        .starts_with("device[0].link_mbit_per_s = -1"));
 }

@@ -13,7 +13,26 @@ fn tagged(space: u32, addr: u64) -> u64 {
     if addr >= KERNEL_BASE {
         addr
     } else {
-        ((space as u64) << SPACE_SHIFT) | addr
+        ((space as u64) << SPACE_SHIFT) | (addr + space_offset_bytes(space))
+    }
+}
+
+/// Pages (4 KiB) over which the address spaces' offsets spread: 2 MiB, a way of the largest
+/// cache modelled (16 MiB, 8 ways), so no cache's sets see the spaces aligned. Whole pages, as
+/// frames are: what lies within a page (lines, sectors) keeps its alignment.
+const SPACE_OFFSET_PAGES: u64 = 512;
+
+/// Where address space `space`'s memory sits in the caches relative to space 0's. Every
+/// workload lays its regions out at the same virtual addresses; a real OS backs them with
+/// unrelated physical frames, so two processes' hot data do not fall on the same cache sets.
+/// Without this offset every co-runner's hottest lines would compete for the same sets (on an
+/// 8-thread core with 2-way L1s, eight copies of one set).
+#[inline]
+fn space_offset_bytes(space: u32) -> u64 {
+    if space == 0 {
+        0
+    } else {
+        (crate::rng::mix64(space as u64) % SPACE_OFFSET_PAGES) * 4096
     }
 }
 

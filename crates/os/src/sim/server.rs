@@ -14,7 +14,7 @@ use super::{OsSim, State};
 use crate::metrics::ServerStats;
 use crate::oracle::Occupant;
 use crate::policy::TaskId;
-use crate::taskset::{ClientsSpec, DeviceSpec, TaskSetSpec};
+use crate::taskset::{Arrivals, ClientsSpec, DeviceSpec, TaskSetSpec};
 use smtsched_model::CpuSet;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -27,6 +27,11 @@ pub(super) struct Request {
     sent: f64,
     /// The closed-loop connection that sent it.
     connection: Option<u32>,
+    /// Passes of the server still to run for it.
+    passes_left: u32,
+    /// When its first part, and its latest, leave the wire (cycles).
+    first_byte: f64,
+    last_left: f64,
 }
 
 /// Interrupt work queued on a CPU: `cycles_left` of the device handler's solo time, then the
@@ -48,6 +53,9 @@ struct Device {
     /// Mean cycles between stream interrupts (infinite: none).
     stream_gap: f64,
     next_stream: f64,
+    /// The wire: bits it carries per cycle, and when it is next free.
+    link_bits_per_cycle: Option<f64>,
+    link_free_at: f64,
 }
 
 /// Per `[[clients]]`: the spec, requests waiting for a server task, and the tasks waiting for a
@@ -60,8 +68,10 @@ struct Clients {
     idle_servers: VecDeque<TaskId>,
     /// Solo cycles of one request's pass over the server workload's phases.
     request_cycles: f64,
-    /// Response times of requests sent in the window, and every response completed in it.
+    /// Response times (to the last byte, and to the first) of requests sent in the window, and
+    /// every response completed in it.
     latencies_cycles: Vec<f64>,
+    first_byte_cycles: Vec<f64>,
     completed: usize,
 }
 
@@ -122,6 +132,8 @@ impl KernelWork {
                     f64::INFINITY
                 },
                 next_stream: f64::INFINITY,
+                link_bits_per_cycle: d.link_mbit_per_s.map(|r| r * 1e6 / clock_hz),
+                link_free_at: 0.0,
             });
         }
         let mut clients = Vec::new();
@@ -149,6 +161,7 @@ impl KernelWork {
                 idle_servers: VecDeque::new(),
                 request_cycles,
                 latencies_cycles: Vec::new(),
+                first_byte_cycles: Vec::new(),
                 completed: 0,
             });
         }
@@ -230,8 +243,8 @@ impl OsSim<'_> {
                         self.kernel.push_send(at, c, conn);
                     }
                 }
-                (None, Some(rate)) => {
-                    let gap = self.exponential(self.clock_hz() / rate);
+                (None, Some(_)) => {
+                    let gap = self.open_loop_gap(c);
                     self.kernel.push_send(gap, c, u32::MAX);
                 }
                 (None, None) => unreachable!("validated"),
@@ -250,6 +263,16 @@ impl OsSim<'_> {
 
     fn clock_hz(&self) -> f64 {
         self.machine.clock_ghz * 1e9
+    }
+
+    /// Cycles to an open loop's next request.
+    fn open_loop_gap(&mut self, c: usize) -> f64 {
+        let spec = &self.kernel.clients[c].spec;
+        let mean = self.clock_hz() / spec.rate_per_s.expect("an open loop");
+        match spec.arrivals {
+            Arrivals::Poisson => self.exponential(mean),
+            Arrivals::Fixed => mean,
+        }
     }
 
     /// The client group a benchmark's tasks serve.
@@ -313,9 +336,12 @@ impl OsSim<'_> {
             clients: c,
             sent: self.now,
             connection: (connection != u32::MAX).then_some(connection),
+            passes_left: cl.spec.passes_per_request,
+            first_byte: f64::NAN,
+            last_left: 0.0,
         };
-        if let Some(rate) = cl.spec.rate_per_s.filter(|_| cl.spec.connections.is_none()) {
-            let gap = self.exponential(self.clock_hz() / rate);
+        if connection == u32::MAX {
+            let gap = self.open_loop_gap(c);
             self.kernel.push_send(self.now + gap, c, u32::MAX);
         }
         self.raise(d, rx, Some(request));
@@ -334,44 +360,58 @@ impl OsSim<'_> {
 
     /// Server task `t` starts on request `r`: one pass over its workload's phases.
     fn begin_request(&mut self, t: TaskId, r: Request) {
-        let bench = self.tasks[t].bench;
-        let task = &mut self.tasks[t];
-        task.serving = Some(r);
-        task.run_left = self.kernel.clients[r.clients].request_cycles;
-        task.run_started = self.now;
-        task.phase = 0;
-        task.phase_left = self.phase_cycles[bench][0];
-        self.rates_valid = false;
+        self.tasks[t].serving = Some(r);
+        self.tasks[t].run_started = self.now;
+        self.restart_pass(t, r.clients);
     }
 
-    /// Server task `t` on `cpu` has finished its request: the response goes out (transmit-side
-    /// interrupt work), the connection thinks, and the task takes the next request or waits.
+    /// Server task `t` on `cpu` has finished a pass over its request: that part of the response
+    /// goes out (transmit-side interrupt work, then the wire); after the last part the
+    /// connection thinks, and the task takes the next request or waits.
     pub(super) fn end_of_request(&mut self, t: TaskId, cpu: usize) {
-        let r = self.tasks[t]
+        let mut r = self.tasks[t]
             .serving
             .take()
             .expect("a server task serves a request");
         let c = r.clients;
-        if self.now >= self.metrics.window.0 {
-            self.kernel.clients[c].completed += 1;
-        }
-        if self.now >= self.metrics.window.0 && r.sent >= self.metrics.window.0 {
-            self.kernel.clients[c]
-                .latencies_cycles
-                .push(self.now - r.sent);
-        }
-        let cl = &self.kernel.clients[c];
-        let d = cl.device;
-        let tx = cl.spec.tx_interrupts_per_request * self.kernel.devices[d].interrupt_cycles;
-        let think_ms = cl.spec.think_ms;
+        let spec = &self.kernel.clients[c].spec;
+        let (d, passes) = (self.kernel.clients[c].device, spec.passes_per_request);
+        let part_bytes = spec.response_bytes as f64 / passes as f64;
+        let tx = spec.tx_interrupts_per_request / passes as f64
+            * self.kernel.devices[d].interrupt_cycles;
+        let think_ms = spec.think_ms;
         self.raise(d, tx, None);
+        let left_wire = self.transmit(d, part_bytes);
+        let previous_left = r.last_left;
+        r.last_left = left_wire;
+        r.passes_left -= 1;
+        if r.passes_left + 1 == passes {
+            r.first_byte = left_wire;
+        }
+        if r.passes_left > 0 {
+            self.tasks[t].serving = Some(r);
+            self.restart_pass(t, c);
+            // The socket's send buffer holds two parts: the next write waits until the part
+            // before this one has left the wire.
+            if previous_left > self.now {
+                self.leave_runnable(
+                    t,
+                    State::Blocked {
+                        until: previous_left,
+                    },
+                );
+                self.cpus[cpu].need_resched = true;
+            }
+            return;
+        }
+        self.response_done(&r, left_wire);
         if let Some(conn) = r.connection {
             let think = if think_ms > 0.0 {
                 self.exponential(think_ms * 1e-3 * self.clock_hz())
             } else {
                 0.0
             };
-            self.kernel.push_send(self.now + think, c, conn);
+            self.kernel.push_send(left_wire + think, c, conn);
         }
         match self.kernel.clients[c].queue.pop_front() {
             Some(next) => self.begin_request(t, next),
@@ -385,6 +425,42 @@ impl OsSim<'_> {
                 );
                 self.kernel.clients[c].idle_servers.push_back(t);
                 self.cpus[cpu].need_resched = true;
+            }
+        }
+    }
+
+    /// `bytes` leave on device `d`'s wire after what is queued there: when the last leaves.
+    fn transmit(&mut self, d: usize, bytes: f64) -> f64 {
+        let dev = &mut self.kernel.devices[d];
+        match dev.link_bits_per_cycle {
+            Some(rate) => {
+                dev.link_free_at = dev.link_free_at.max(self.now) + bytes * 8.0 / rate;
+                dev.link_free_at
+            }
+            None => self.now,
+        }
+    }
+
+    /// Server task `t` goes on to the next pass of the request it serves.
+    fn restart_pass(&mut self, t: TaskId, c: usize) {
+        let bench = self.tasks[t].bench;
+        let task = &mut self.tasks[t];
+        task.run_left = self.kernel.clients[c].request_cycles;
+        task.phase = 0;
+        task.phase_left = self.phase_cycles[bench][0];
+        self.rates_valid = false;
+    }
+
+    /// Counts a response whose last byte left at `done`: throughput counts every response
+    /// completed in the window, response times those of requests sent in it.
+    fn response_done(&mut self, r: &Request, done: f64) {
+        let (w0, w1) = self.metrics.window;
+        let cl = &mut self.kernel.clients[r.clients];
+        if done >= w0 && done <= w1 {
+            cl.completed += 1;
+            if r.sent >= w0 {
+                cl.latencies_cycles.push(done - r.sent);
+                cl.first_byte_cycles.push(r.first_byte - r.sent);
             }
         }
     }
@@ -424,15 +500,14 @@ impl OsSim<'_> {
             .clients
             .iter()
             .map(|c| {
-                let ms: Vec<f64> = c
-                    .latencies_cycles
-                    .iter()
-                    .map(|l| l / self.clock_hz() * 1e3)
-                    .collect();
+                let ms = |cycles: &[f64]| -> Vec<f64> {
+                    cycles.iter().map(|l| l / self.clock_hz() * 1e3).collect()
+                };
                 ServerStats::of(
                     &c.spec.name,
                     c.completed,
-                    ms,
+                    ms(&c.latencies_cycles),
+                    ms(&c.first_byte_cycles),
                     seconds,
                     c.spec.response_bytes,
                 )
