@@ -619,6 +619,7 @@ pub const WORKLOAD_PRESETS: &[Preset] = &[
     preset!("workloads/servers", "tux-like"),
     preset!("workloads/servers", "haboob-like"),
     preset!("workloads/servers", "apache13-bulk-like"),
+    preset!("workloads/servers", "ttcp-recv-like"),
     preset!("workloads/servers", "nic-irq-like"),
 ];
 
