@@ -14,6 +14,11 @@ pub struct WorkloadProfile {
     /// The real program the profile stands for, if any (`181.mcf`).
     #[serde(default)]
     pub program: String,
+    /// Copies of this workload are threads of one process (Apache-MT's thread per connection):
+    /// they share user memory as well as code, where copies of other workloads are processes
+    /// with memory of their own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub threads_share_memory: bool,
     /// The thread runs these phases in order, then starts again.
     pub phase: Vec<PhaseSpec>,
 }

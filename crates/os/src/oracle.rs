@@ -246,6 +246,10 @@ impl Workload for PhaseStart<'_> {
         &self.profile.name
     }
 
+    fn threads_share_memory(&self) -> bool {
+        self.profile.threads_share_memory
+    }
+
     fn stream(&self, seed: u64, copy: u32) -> Box<dyn smtsched_uarch::InstructionSource> {
         let s = smtsched_uarch::rng::derive_seed(seed, &format!("{}#{}", self.profile.name, copy));
         Box::new(smtsched_uarch::SyntheticStream::new(

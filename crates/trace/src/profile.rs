@@ -559,6 +559,7 @@ pub fn derive(file: &TraceFile, name: &str, timing: &ReplayTiming) -> Result<Der
             file.summary().instructions
         ),
         program: file.meta().command.first().cloned().unwrap_or_default(),
+        threads_share_memory: false,
         phase: specs,
     };
     // Measure the profile the same way as the trace.

@@ -37,7 +37,12 @@ pub enum ProtocolError {
         machine: String,
         reason: String,
     },
+    #[error("{0} threads run together: at most {max} can", max = THREADED_SPACES - 1)]
+    TooManyThreads(usize),
 }
+
+/// Address spaces: processes take 1…, the shared memory of threaded programs this many on.
+const THREADED_SPACES: u32 = 1024;
 
 /// Runs `threads` (profile, logical CPU) together. Copies of one profile are numbered in order of
 /// appearance; copies of one program share code, as processes of one binary share text pages.
@@ -47,6 +52,9 @@ pub fn run_together(
     proto: &Protocol,
     window: Window,
 ) -> Result<RunResult, ProtocolError> {
+    if threads.len() >= THREADED_SPACES as usize {
+        return Err(ProtocolError::TooManyThreads(threads.len()));
+    }
     let mut copies: BTreeMap<&str, u32> = BTreeMap::new();
     let mut programs: Vec<&str> = Vec::new();
     let plans = threads
@@ -64,10 +72,17 @@ pub fn run_together(
                 }
             } as u32
                 + 1;
+            // Threads of one process share its memory: one data space per program, numbered
+            // apart from the processes' (one per thread, 1…).
+            let data_space = if profile.threads_share_memory() {
+                THREADED_SPACES + code_space
+            } else {
+                i as u32 + 1
+            };
             ThreadPlan {
                 source: stream,
                 cpu,
-                data_space: i as u32 + 1,
+                data_space,
                 code_space,
                 warmup_instructions: proto.warmup_instructions,
                 measure_instructions: proto.measure_instructions,

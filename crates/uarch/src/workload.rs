@@ -13,6 +13,10 @@ pub trait Workload: Sync {
     fn program(&self) -> &str {
         self.name()
     }
+    /// Whether copies running together are threads of one process, sharing user memory.
+    fn threads_share_memory(&self) -> bool {
+        false
+    }
     /// The stream of copy `copy` of this workload under `seed`. Copies get their own streams and a
     /// staggered start, as the thesis's random start delay did.
     fn stream(&self, seed: u64, copy: u32) -> Box<dyn InstructionSource>;
@@ -21,6 +25,10 @@ pub trait Workload: Sync {
 impl Workload for WorkloadProfile {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn threads_share_memory(&self) -> bool {
+        self.threads_share_memory
     }
 
     fn stream(&self, seed: u64, copy: u32) -> Box<dyn InstructionSource> {

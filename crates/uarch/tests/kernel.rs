@@ -241,11 +241,20 @@ fn siblings_share_kernel_lines_but_not_user_lines() {
         "two kernel regions: {}",
         l2_ratio(&apart)
     );
-    // User memory of one name is still private to each process.
+    // User memory of one name is still private to each process…
     assert!(
         l2_ratio(&user) > 0.15,
         "two processes' user regions: {}",
         l2_ratio(&user)
+    );
+    // …but threads of one process share it, as the kernel's is shared.
+    let mut thread = handler("ushared", 320, false);
+    thread.threads_share_memory = true;
+    let threads = pair(&m, &thread, &thread, &p);
+    assert!(
+        l2_ratio(&threads) < 0.05,
+        "two threads' user region: {}",
+        l2_ratio(&threads)
     );
     // Every kernel access of the handlers is counted as the kernel's.
     for c in &shared {
