@@ -64,15 +64,7 @@ pub struct StateStore {
 /// The default state directory: `/run/smtsched` for root, else `$XDG_RUNTIME_DIR/smtsched`, else
 /// `/tmp/smtsched-<uid>`.
 pub fn default_dir() -> PathBuf {
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    if uid == 0 {
-        return PathBuf::from("/run/smtsched");
-    }
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("smtsched"),
-        _ => PathBuf::from(format!("/tmp/smtsched-{uid}")),
-    }
+    smtsched_host::rundir::default_state_dir()
 }
 
 fn create_dir(dir: &Path) -> std::io::Result<()> {

@@ -32,10 +32,12 @@ pub mod kernels;
 pub mod looper;
 pub mod measure;
 pub mod perf;
+pub mod rundir;
 pub mod schedrun;
 pub mod shutdown;
 pub mod sysfs;
 pub mod topology;
+pub mod webserver;
 
 pub use error::{HostError, Result};
 pub use kernels::{KernelKind, KernelSpec};

@@ -64,6 +64,7 @@ events! {
     CpuMigrations = "cpu_migrations", false, "migrations between logical CPUs (software)";
     PageFaults = "page_faults", false, "page faults, minor and major (software)";
     MajorFaults = "major_faults", false, "page faults that needed I/O (software)";
+    Syscalls = "syscalls", false, "system calls entered (tracepoint raw_syscalls:sys_enter)";
 }
 
 impl Event {
@@ -156,7 +157,7 @@ impl Event {
             .find(|ev| ev.counter_event() == Some(e))
     }
 
-    fn configure(self, b: &mut Builder) {
+    fn configure(self, b: &mut Builder) -> std::result::Result<(), String> {
         let cache = |which, operation, result| Cache {
             which,
             operation,
@@ -183,7 +184,12 @@ impl Event {
             Event::CpuMigrations => b.event(Software::CPU_MIGRATIONS),
             Event::PageFaults => b.event(Software::PAGE_FAULTS),
             Event::MajorFaults => b.event(Software::PAGE_FAULTS_MAJ),
+            Event::Syscalls => b.event(perf_event::events::Tracepoint::with_id(tracepoint_id(
+                "raw_syscalls",
+                "sys_enter",
+            )?)),
         };
+        Ok(())
     }
 }
 
@@ -399,7 +405,7 @@ fn open_event(
         };
         for pid in pids {
             let mut b = Builder::new(Software::DUMMY);
-            e.configure(&mut b);
+            e.configure(&mut b)?;
             b.exclude_kernel(user_only).exclude_hv(true).enabled(false);
             match target {
                 Target::SelfAndDescendants => {
@@ -435,6 +441,54 @@ fn open_event(
         }
     }
     Err(last_err)
+}
+
+/// Where tracefs is normally mounted, newest first.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// The id of tracepoint `category:name`, from tracefs. If tracefs is not mounted and this
+/// process may mount it, it is mounted at /sys/kernel/tracing for the lookup and unmounted again
+/// (the id stays valid: it names the tracepoint, not the mount).
+pub fn tracepoint_id(category: &str, name: &str) -> std::result::Result<u64, String> {
+    let read = |root: &str| {
+        std::fs::read_to_string(format!("{root}/events/{category}/{name}/id"))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    };
+    if let Some(id) = TRACEFS.iter().find_map(|r| read(r)) {
+        return Ok(id);
+    }
+    let target = TRACEFS[0];
+    let mounted = mount_tracefs(target);
+    let id = read(target);
+    if mounted {
+        // SAFETY: a NUL-terminated path.
+        unsafe { libc::umount2(c"/sys/kernel/tracing".as_ptr(), 0) };
+    }
+    id.ok_or_else(|| {
+        format!(
+            "tracepoint {category}:{name} not found: tracefs is not mounted at {target} and could              not be mounted{} (mount -t tracefs nodev {target})",
+            if unsafe { libc::geteuid() } != 0 {
+                " without root"
+            } else {
+                ""
+            }
+        )
+    })
+}
+
+fn mount_tracefs(target: &str) -> bool {
+    debug_assert_eq!(target, "/sys/kernel/tracing");
+    // SAFETY: NUL-terminated strings; no data argument.
+    unsafe {
+        libc::mount(
+            c"nodev".as_ptr(),
+            c"/sys/kernel/tracing".as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        ) == 0
+    }
 }
 
 /// The kernel's errno turned into a reason a person can act on.

@@ -1,6 +1,7 @@
 //! Output for smtsched: tables for people, CSV/JSON for programs, SVG plots, statistics, and
 //! writing files without leaving half-written ones.
 
+pub mod bars;
 pub mod matrix;
 pub mod perfetto;
 pub mod stats;

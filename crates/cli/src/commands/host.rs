@@ -167,6 +167,14 @@ pub enum MeasureAction {
     ///
     /// Example: smtsched measure sched scenarios/nice-one-cpu.toml
     Sched(Box<super::sched::SchedArgs>),
+    /// A real web server (nginx or lighttpd) under real load (oha) over loopback, with the
+    /// thesis's Table 5.1 placements on this machine's CPUs: where the server's workers, the
+    /// receive softirq (loopback RPS) and the load generator run. Throughput, latency
+    /// percentiles and the kernel work of each request; every process stopped and every setting
+    /// restored, also on Ctrl-C and SIGTERM (and after SIGKILL, by the next start).
+    ///
+    /// Example: smtsched measure server --rate auto --seconds 5 --svg server.svg
+    Server(Box<super::server::ServerArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -269,6 +277,7 @@ pub fn run_measure(a: MeasureArgs) -> Result<()> {
     match a.action {
         MeasureAction::Pairs(p) => pairs(*p),
         MeasureAction::Sched(s) => super::sched::sched(*s),
+        MeasureAction::Server(s) => super::server::server(*s),
     }
 }
 

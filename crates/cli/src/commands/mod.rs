@@ -10,6 +10,7 @@ mod matrix;
 mod reproduce;
 mod run;
 mod sched;
+mod server;
 mod solo;
 pub mod trace;
 pub mod train;

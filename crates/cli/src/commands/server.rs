@@ -1,0 +1,346 @@
+//! `measure server`: arguments and output; the work is in `smtsched_host::webserver`.
+
+use super::{json_out, out, write_file};
+use crate::errors::bad_input;
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use smtsched_host::webserver::httpd::ServerKind;
+use smtsched_host::webserver::{self, Placement, RatePlan, ServerConfig, ServerMeasurement};
+use smtsched_host::{Shutdown, SysfsTopology, Topology};
+use smtsched_model::CpuSet;
+use smtsched_report::stats::mean_sd;
+use smtsched_report::Table;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ServerChoice {
+    Nginx,
+    Lighttpd,
+}
+
+#[derive(Args, Debug)]
+pub struct ServerArgs {
+    /// The web server (from the distribution's packages).
+    #[arg(long, value_enum, default_value = "nginx")]
+    pub server: ServerChoice,
+    /// The server's executable (default: the --server's on PATH or in /usr/sbin).
+    #[arg(long, value_name = "PATH")]
+    pub server_binary: Option<PathBuf>,
+    /// Server worker processes (default: one per CPU the placement gives the server).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub workers: Option<u32>,
+    /// Size of the static file every request fetches, bytes.
+    #[arg(long, default_value_t = 15027)]
+    pub file_bytes: u64,
+    /// Port on 127.0.0.1 (default: a free one).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Placements: `table` (thesis Table 5.1 on this machine: UP, 1xHTP, 1x2) and/or
+    /// NAME:server=LIST,softirq=LIST,client=LIST (repeatable).
+    #[arg(long, short = 'p', default_value = "table")]
+    pub placement: Vec<String>,
+    /// Logical CPUs the table placements use (default: every online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Requests per second of an open loop, or `auto`: a closed loop finds saturation, then open
+    /// loops run at 50%, 80% and 95% of it. Default: a closed loop only.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Connections of the load generator.
+    #[arg(long, short = 'c', default_value_t = 64)]
+    pub connections: u32,
+    /// Seconds of each load run.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Repetitions of every placement (the tables show mean ± sd).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repetitions: u32,
+    /// Where the state file lives (what to undo after a SIGKILL).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Directory standing in for `/` when reading the topology (for testing).
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub sysfs_root: PathBuf,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write one CSV row per load run.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write an SVG of throughput and p99 latency per placement.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+pub fn server(a: ServerArgs) -> Result<()> {
+    let cfg = config(&a)?;
+    webserver::validate(&cfg)?;
+    let stop = Shutdown::install().context("installing signal handlers")?;
+    eprintln!(
+        "measuring {} on {} placement(s) x {} repetition(s), {} s per load run",
+        cfg.server.binary(),
+        cfg.placements.len(),
+        cfg.repetitions,
+        cfg.seconds
+    );
+    let m = webserver::measure(&cfg, &stop)?;
+    for line in &m.changed {
+        eprintln!("changed: {line}");
+    }
+    if let Some(p) = &a.csv {
+        write_file(p, csv(&m).as_bytes())?;
+    }
+    if let Some(p) = &a.svg {
+        let svg = smtsched_report::bars::placement_svg(&svg_rows(&m), "measure server")
+            .map_err(|e| anyhow::anyhow!("drawing {}: {e}", p.display()))?;
+        write_file(p, svg.as_bytes())?;
+    }
+    if a.json {
+        json_out(&m)
+    } else {
+        out(&render(&m))
+    }
+}
+
+fn config(a: &ServerArgs) -> Result<ServerConfig> {
+    let topo = Topology::from_sysfs(&a.sysfs_root)?;
+    let online: CpuSet = topo.online.clone();
+    let cpus: Vec<u32> = match &a.cpus {
+        Some(l) => {
+            let set = CpuSet::parse(l).map_err(|e| bad_input(format!("--cpus {l:?}: {e}")))?;
+            if let Some(c) = set.iter().find(|c| !online.contains(*c)) {
+                return Err(bad_input(format!(
+                    "--cpus {l:?}: CPU {c} is not online on this machine"
+                )));
+            }
+            set.iter().collect()
+        }
+        None => online.iter().collect(),
+    };
+    let mut placements = Vec::new();
+    for p in &a.placement {
+        if p == "table" {
+            let sibling = cpus
+                .first()
+                .and_then(|&c| topo.siblings_of(c).iter().find(|&s| s != c));
+            placements.extend(Placement::table_5_1(&cpus, sibling)?);
+        } else {
+            placements.push(Placement::parse(p, &online)?);
+        }
+    }
+    let rate =
+        match a.rate.as_deref() {
+            None => RatePlan::Closed,
+            Some("auto") => RatePlan::Auto,
+            Some(r) => RatePlan::Fixed(r.parse::<f64>().map_err(|_| {
+                bad_input(format!("--rate {r:?}: give requests per second or `auto`"))
+            })?),
+        };
+    Ok(ServerConfig {
+        server: match a.server {
+            ServerChoice::Nginx => ServerKind::Nginx,
+            ServerChoice::Lighttpd => ServerKind::Lighttpd,
+        },
+        server_binary: a.server_binary.clone(),
+        workers: a.workers,
+        file_bytes: a.file_bytes,
+        port: a.port,
+        placements,
+        rate,
+        connections: a.connections,
+        seconds: a.seconds,
+        repetitions: a.repetitions,
+        state_dir: a
+            .state_dir
+            .clone()
+            .unwrap_or_else(smtsched_host::rundir::default_state_dir),
+    })
+}
+
+/// Mean and sd of `f` over the repetitions of (placement, point label).
+fn stat(
+    m: &ServerMeasurement,
+    placement: &str,
+    label: &str,
+    f: impl Fn(&webserver::Point) -> Option<f64>,
+) -> Option<(f64, f64)> {
+    let v: Vec<f64> = m
+        .runs
+        .iter()
+        .filter(|r| r.placement.name == placement)
+        .filter_map(|r| r.points.iter().find(|p| p.label == label))
+        .map(&f)
+        .collect::<Option<_>>()?;
+    (!v.is_empty()).then(|| mean_sd(&v))
+}
+
+fn labels(m: &ServerMeasurement) -> (Vec<String>, Vec<String>) {
+    let mut placements: Vec<String> = Vec::new();
+    let mut points: Vec<String> = Vec::new();
+    for r in &m.runs {
+        if !placements.contains(&r.placement.name) {
+            placements.push(r.placement.name.clone());
+        }
+        for p in &r.points {
+            if !points.contains(&p.label) {
+                points.push(p.label.clone());
+            }
+        }
+    }
+    (placements, points)
+}
+
+fn render(m: &ServerMeasurement) -> String {
+    let (placements, points) = labels(m);
+    let reps = m
+        .runs
+        .iter()
+        .map(|r| r.repetition)
+        .max()
+        .map_or(0, |r| r + 1);
+    let pm = |v: Option<(f64, f64)>, digits: usize| {
+        v.map_or("unsupported".into(), |(mean, sd)| {
+            format!("{mean:.digits$} ± {sd:.digits$}")
+        })
+    };
+    let mut t = Table::new([
+        "placement",
+        "load",
+        "req/s",
+        "Mb/s",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "errors",
+        "server user µs",
+        "server sys µs",
+        "softirq µs",
+        "kernel",
+        "syscalls",
+        "ctx sw",
+    ]);
+    for pl in &placements {
+        for label in &points {
+            let s = |f: &dyn Fn(&webserver::Point) -> Option<f64>| stat(m, pl, label, f);
+            if s(&|p| Some(p.result.requests_per_s)).is_none() {
+                continue;
+            }
+            t.row([
+                pl.clone(),
+                label.clone(),
+                pm(s(&|p| Some(p.result.requests_per_s)), 0),
+                pm(s(&|p| Some(p.result.megabits_per_s)), 0),
+                pm(s(&|p| Some(p.result.p50_ms)), 3),
+                pm(s(&|p| Some(p.result.p99_ms)), 3),
+                pm(s(&|p| Some(p.result.p999_ms)), 3),
+                pm(s(&|p| Some(p.result.errors as f64)), 0),
+                pm(s(&|p| Some(p.per_request.server_user_us)), 1),
+                pm(s(&|p| Some(p.per_request.server_system_us)), 1),
+                pm(s(&|p| Some(p.per_request.softirq_us)), 1),
+                pm(s(&|p| Some(p.per_request.server_kernel_share)), 2),
+                pm(s(&|p| p.per_request.syscalls), 1),
+                pm(s(&|p| Some(p.per_request.context_switches)), 3),
+            ]);
+        }
+    }
+    let mut text = format!(
+        "{} serving a {}-byte file over loopback, {} s per load run, {reps} repetition(s); mean ± sd\n\n",
+        m.server.binary(),
+        m.file_bytes,
+        m.seconds_per_point
+    );
+    text += "placements: ";
+    let mut seen = Vec::new();
+    for r in &m.runs {
+        if !seen.contains(&r.placement.name) {
+            seen.push(r.placement.name.clone());
+            text += &format!(
+                "{} (server {} x{} workers, softirq {}, client {})  ",
+                r.placement.name,
+                r.placement.server,
+                r.workers,
+                r.placement.softirq,
+                r.placement.client
+            );
+        }
+    }
+    text += "\n\n";
+    text += &t.render();
+    text += "\nper request: server user/system CPU time (µs), softirq+irq time of the placement's CPUs \
+             (µs), the server's kernel share, system calls and context switches of the server processes\n";
+    for (e, st) in &m.events {
+        if !st.is_supported() {
+            text += &format!("{e}: {st}\n");
+        }
+    }
+    text
+}
+
+fn csv(m: &ServerMeasurement) -> String {
+    let mut s = String::from(
+        "placement,repetition,load,rate_per_s,connections,seconds,responses,errors,requests_per_s,\
+         megabits_per_s,p50_ms,p90_ms,p99_ms,p999_ms,server_user_us,server_system_us,softirq_us,\
+         busy_us,server_kernel_share,syscalls,context_switches\n",
+    );
+    for r in &m.runs {
+        for p in &r.points {
+            let (rate, conns) = match p.load {
+                webserver::load::Load::Closed { connections } => (String::new(), connections),
+                webserver::load::Load::Open {
+                    rate_per_s,
+                    connections,
+                } => (format!("{rate_per_s}"), connections),
+            };
+            let q = &p.per_request;
+            s += &format!(
+                "{},{},{},{rate},{conns},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                r.placement.name,
+                r.repetition,
+                p.label,
+                p.result.seconds,
+                p.result.responses,
+                p.result.errors,
+                p.result.requests_per_s,
+                p.result.megabits_per_s,
+                p.result.p50_ms,
+                p.result.p90_ms,
+                p.result.p99_ms,
+                p.result.p999_ms,
+                q.server_user_us,
+                q.server_system_us,
+                q.softirq_us,
+                q.busy_us,
+                q.server_kernel_share,
+                q.syscalls.map_or(String::new(), |v| v.to_string()),
+                q.context_switches,
+            );
+        }
+    }
+    s
+}
+
+/// Per placement: saturation (or the only) throughput, and p99 at 80% of it (or the only).
+fn svg_rows(m: &ServerMeasurement) -> Vec<smtsched_report::bars::PlacementBar> {
+    let (placements, points) = labels(m);
+    let through = if points.iter().any(|l| l == "saturation") {
+        "saturation"
+    } else {
+        points[0].as_str()
+    };
+    let latency = if points.iter().any(|l| l == "80%") {
+        "80%"
+    } else {
+        through
+    };
+    placements
+        .iter()
+        .map(|pl| smtsched_report::bars::PlacementBar {
+            name: pl.clone(),
+            throughput: stat(m, pl, through, |p| Some(p.result.requests_per_s))
+                .unwrap_or((0.0, 0.0)),
+            p99_ms: stat(m, pl, latency, |p| Some(p.result.p99_ms)).unwrap_or((0.0, 0.0)),
+            throughput_label: format!("requests/s ({through})"),
+            latency_label: format!("p99 latency, ms ({latency})"),
+        })
+        .collect()
+}

@@ -1,0 +1,112 @@
+//! Children of the server harness: each in a process group of its own (so the server's workers
+//! go with their master), pinned before it runs, and killed with the harness if it dies
+//! (`PR_SET_PDEATHSIG`; workers the master forked are caught by the group kill, or after a
+//! SIGKILL of the harness by the next start, from the state file).
+
+use crate::error::{HostError, Result};
+use smtsched_model::CpuSet;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// An affinity mask built before the fork (nothing may allocate between fork and exec).
+fn mask_of(cpus: &CpuSet) -> Result<libc::cpu_set_t> {
+    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let limit = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
+    for c in cpus.iter() {
+        if c >= limit {
+            return Err(HostError::bad(format!(
+                "CPU {c} is beyond the {limit} CPUs an affinity mask can name"
+            )));
+        }
+        unsafe { libc::CPU_SET(c as usize, &mut mask) };
+    }
+    Ok(mask)
+}
+
+/// Starts `cmd` in a new process group, on `cpus`, dying with the harness.
+pub fn spawn_pinned(cmd: &mut Command, cpus: &CpuSet) -> Result<Child> {
+    let mask = mask_of(cpus)?;
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    cmd.process_group(0);
+    // SAFETY: only async-signal-safe system calls run between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .map_err(|e| HostError::os(format!("starting {program}"), e))
+}
+
+/// The processes of group `pgid` now alive (from `/proc/*/stat`; zombies, which run nothing
+/// and wait for whoever reaps them, are left out).
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| proc_stat_field(pid, 5).is_some_and(|g| g == pgid as u64))
+        .filter(|&pid| !is_zombie(pid))
+        .collect()
+}
+
+fn is_zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| Some(t[t.rfind(')')? + 2..].starts_with('Z')))
+        .unwrap_or(true)
+}
+
+/// Field `n` (1-based, as proc(5) numbers them) of `/proc/PID/stat`, for the numeric fields
+/// after the command name.
+pub fn proc_stat_field(pid: i32, n: usize) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n - 3)?.parse().ok()
+}
+
+/// Stops process group `pgid` led by `child`: `signal` to the leader, up to `grace` for the
+/// group to exit, then SIGKILL to the whole group; reaps the leader. Returns how many processes
+/// had to be killed.
+pub fn stop_group(child: &mut Child, signal: i32, grace: Duration) -> usize {
+    let pgid = child.id() as i32;
+    if child.try_wait().ok().flatten().is_none() {
+        unsafe { libc::kill(pgid, signal) };
+    }
+    let deadline = Instant::now() + grace;
+    loop {
+        let _ = child.try_wait();
+        let left = group_members(pgid);
+        if left.is_empty() {
+            return 0;
+        }
+        if Instant::now() >= deadline {
+            unsafe { libc::killpg(pgid, libc::SIGKILL) };
+            let _ = child.wait();
+            wait_until_gone(pgid, Duration::from_secs(5));
+            return left.len();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until no process of group `pgid` remains (zombies of other parents included).
+pub fn wait_until_gone(pgid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while !group_members(pgid).is_empty() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}

@@ -1,0 +1,121 @@
+//! Bars with error bars per placement: throughput on the left, p99 latency on the right
+//! (`measure server`).
+
+use plotters::prelude::*;
+
+/// One placement's bars: (mean, sd) of each quantity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlacementBar {
+    pub name: String,
+    pub throughput: (f64, f64),
+    pub p99_ms: (f64, f64),
+    pub throughput_label: String,
+    pub latency_label: String,
+}
+
+/// Two bar charts side by side, one bar per placement, each with its ±sd whisker.
+pub fn placement_svg(rows: &[PlacementBar], title: &str) -> Result<String, String> {
+    if rows.is_empty() {
+        return Err("no placements to draw".into());
+    }
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let root = root
+            .titled(title, ("sans-serif", 18))
+            .map_err(|e| e.to_string())?;
+        let (left, right) = root.split_horizontally(450);
+        let panels = [
+            (left, rows[0].throughput_label.clone(), true),
+            (right, rows[0].latency_label.clone(), false),
+        ];
+        for (area, label, throughput) in panels {
+            let value = |r: &PlacementBar| if throughput { r.throughput } else { r.p99_ms };
+            let top = rows
+                .iter()
+                .map(|r| value(r).0 + value(r).1)
+                .fold(0.0f64, f64::max)
+                .max(1e-9)
+                * 1.15;
+            let n = rows.len() as i32;
+            let mut chart = ChartBuilder::on(&area)
+                .margin(12)
+                .caption(&label, ("sans-serif", 14))
+                .x_label_area_size(30)
+                .y_label_area_size(60)
+                .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+                .map_err(|e| e.to_string())?;
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .x_label_formatter(&|x| match x {
+                    SegmentValue::CenterOf(i) => rows
+                        .get(*i as usize)
+                        .map_or(String::new(), |r| r.name.clone()),
+                    _ => String::new(),
+                })
+                .draw()
+                .map_err(|e| e.to_string())?;
+            // Okabe-Ito blue and vermilion: distinguishable with any colour vision.
+            let colour = if throughput {
+                RGBColor(0, 114, 178)
+            } else {
+                RGBColor(213, 94, 0)
+            };
+            chart
+                .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                    let i = i as i32;
+                    let mut bar = Rectangle::new(
+                        [
+                            (SegmentValue::Exact(i), 0.0),
+                            (SegmentValue::Exact(i + 1), value(r).0),
+                        ],
+                        colour.filled(),
+                    );
+                    bar.set_margin(0, 0, 12, 12);
+                    bar
+                }))
+                .map_err(|e| e.to_string())?;
+            chart
+                .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                    let (m, sd) = value(r);
+                    ErrorBar::new_vertical(
+                        SegmentValue::CenterOf(i as i32),
+                        (m - sd).max(0.0),
+                        m,
+                        m + sd,
+                        BLACK.stroke_width(1),
+                        10,
+                    )
+                }))
+                .map_err(|e| e.to_string())?;
+        }
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_bar_and_one_whisker_per_placement_and_quantity() {
+        let row = |name: &str| PlacementBar {
+            name: name.into(),
+            throughput: (1000.0, 50.0),
+            p99_ms: (2.0, 0.1),
+            throughput_label: "requests/s".into(),
+            latency_label: "p99 ms".into(),
+        };
+        let svg = placement_svg(&[row("UP"), row("1xHTP"), row("1x2")], "t").unwrap();
+        for name in ["UP", "1xHTP", "1x2", "requests/s", "p99 ms"] {
+            assert!(svg.contains(name), "{name} missing");
+        }
+        // Bars in the two colours: three each.
+        assert_eq!(svg.matches("#0072B2").count(), 3);
+        assert_eq!(svg.matches("#D55E00").count(), 3);
+        assert!(placement_svg(&[], "t").is_err());
+    }
+}
