@@ -178,6 +178,58 @@ fn both_servers_serve_measured_loads_whose_numbers_add_up_and_leave_nothing_behi
     assert_nothing_left(&before, &state, rps_before);
 }
 
+#[test]
+fn rate_auto_finds_saturation_then_offers_fractions_of_it_in_open_loops() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let o = smtsched(
+        dir.path(),
+        &[
+            "measure",
+            "server",
+            "-p",
+            "one:server=0,softirq=0,client=1",
+            "--rate",
+            "auto",
+            "--seconds",
+            "1",
+            "--repetitions",
+            "1",
+            "-c",
+            "16",
+            "--json",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    let m = json(&o);
+    let points = m["runs"][0]["points"].as_array().unwrap();
+    let labels: Vec<&str> = points
+        .iter()
+        .map(|p| p["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["saturation", "50%", "80%", "95%"]);
+    let saturation = points[0]["result"]["requests_per_s"].as_f64().unwrap();
+    assert_eq!(points[0]["load"]["loop"], "closed");
+    for (p, f) in points[1..].iter().zip([0.5, 0.8, 0.95]) {
+        // Each open loop is offered its fraction of the closed loop's throughput.
+        let offered = p["load"]["rate_per_s"].as_f64().unwrap();
+        assert!(
+            (offered - f * saturation).abs() < 1e-6 * offered,
+            "{offered} vs {f} x {saturation}"
+        );
+    }
+    // Well below saturation an open loop is served at the rate it offers.
+    let half = &points[1];
+    let got = half["result"]["requests_per_s"].as_f64().unwrap();
+    let offered = half["load"]["rate_per_s"].as_f64().unwrap();
+    assert!(
+        (got - offered).abs() < 0.1 * offered,
+        "served {got}/s of {offered}/s offered"
+    );
+}
+
 fn start(dir: &Path, state: &Path, seconds: &str) -> Harness {
     Harness(
         Command::new(env!("CARGO_BIN_EXE_smtsched"))
