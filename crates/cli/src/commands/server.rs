@@ -91,7 +91,12 @@ pub fn server(a: ServerArgs) -> Result<()> {
         write_file(p, csv(&m).as_bytes())?;
     }
     if let Some(p) = &a.svg {
-        let svg = smtsched_report::bars::placement_svg(&svg_rows(&m), "measure server")
+        let title = format!(
+            "{}, {}-byte file: throughput and p99 latency per placement (mean ± sd)",
+            m.server.binary(),
+            m.file_bytes
+        );
+        let svg = smtsched_report::bars::placement_svg(&svg_rows(&m), &title)
             .map_err(|e| anyhow::anyhow!("drawing {}: {e}", p.display()))?;
         write_file(p, svg.as_bytes())?;
     }
