@@ -269,3 +269,56 @@ fn corun_reports_each_thread_and_the_system_speedup() {
         assert!((x["ipc"].as_f64().unwrap() / x["solo_ipc"].as_f64().unwrap() - pr).abs() < 1e-9);
     }
 }
+
+#[test]
+fn outputs_go_through_links_devices_and_keep_a_files_mode() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.csv");
+    std::fs::write(&real, "old").unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.path().join("link.csv");
+    std::os::unix::fs::symlink("real.csv", &link).unwrap();
+    let args = |csv: &str| {
+        vec![
+            "matrix".to_string(),
+            "-w".into(),
+            "gzip-like".into(),
+            "--instructions".into(),
+            "20000".into(),
+            "--warmup".into(),
+            "0".into(),
+            "--csv".into(),
+            csv.to_string(),
+        ]
+    };
+    let run = |csv: &str| {
+        let a = args(csv);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = smtsched(dir.path(), &a);
+        assert!(o.status.success());
+    };
+    // Through the symlink: the link stays, its target is written and keeps mode 0600.
+    run("link.csv");
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let text = std::fs::read_to_string(&real).unwrap();
+    assert!(text.contains("gzip"), "{text}");
+    assert_eq!(
+        std::fs::metadata(&real).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A character device is written through, never replaced.
+    run("/dev/null");
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    // A directory is refused in one line, exit 2.
+    let a = args(dir.path().to_str().unwrap());
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let o = smtsched(dir.path(), &a);
+    assert_bad_input(&o, &["is a directory"]);
+}

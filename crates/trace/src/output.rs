@@ -2,40 +2,23 @@
 //! directory and renamed over the target when complete; removed on any error (or panic).
 
 use crate::error::{Result, TraceError};
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A file being written under a temporary name next to its destination.
+/// A file being written under a temporary name next to its destination (the project's one
+/// atomic writer, `smtsched_report::write::AtomicFile`), with errors naming the destination.
 pub struct AtomicFile {
     dest: PathBuf,
-    tmp: PathBuf,
-    out: Option<BufWriter<File>>,
+    inner: smtsched_report::write::AtomicFile,
 }
-
-static SERIAL: AtomicU32 = AtomicU32::new(0);
 
 impl AtomicFile {
     pub fn create(dest: &Path) -> Result<Self> {
-        let name = dest
-            .file_name()
-            .ok_or_else(|| TraceError::Invalid(format!("{}: not a file name", dest.display())))?;
-        let dir = match dest.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let tmp = dir.join(format!(
-            ".{}.tmp-{}-{}",
-            name.to_string_lossy(),
-            std::process::id(),
-            SERIAL.fetch_add(1, Ordering::Relaxed)
-        ));
-        let f = File::create(&tmp).map_err(|e| TraceError::write(dest, e))?;
+        let inner = smtsched_report::write::AtomicFile::create(dest)
+            .map_err(|e| TraceError::write(dest, e))?;
         Ok(AtomicFile {
             dest: dest.to_path_buf(),
-            tmp,
-            out: Some(BufWriter::with_capacity(1 << 20, f)),
+            inner,
         })
     }
 
@@ -44,39 +27,23 @@ impl AtomicFile {
     }
 
     /// Flushes, syncs and renames the file into place; on failure the temporary file is removed.
-    pub fn commit(mut self) -> Result<()> {
-        let out = self.out.take().expect("not committed twice");
-        let result = out
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_all())
-            .and_then(|()| std::fs::rename(&self.tmp, &self.dest));
-        if result.is_err() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-        result.map_err(|e| TraceError::write(&self.dest, e))
+    pub fn commit(self) -> Result<()> {
+        let dest = self.dest;
+        self.inner.commit().map_err(|e| TraceError::write(&dest, e))
     }
 }
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.out.as_mut().expect("open").write(buf)
+        self.inner.write(buf)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.out.as_mut().expect("open").write_all(buf)
+        self.inner.write_all(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.out.as_mut().expect("open").flush()
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if self.out.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
+        self.inner.flush()
     }
 }
 

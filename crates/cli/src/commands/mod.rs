@@ -17,7 +17,7 @@ pub mod train;
 
 use crate::args::{Command, SimArgs};
 use crate::errors::bad_input;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use smtsched_model::{load_machine, load_workload, MachineModel, Override};
 use smtsched_uarch::{Protocol, Workload};
@@ -164,6 +164,12 @@ pub(crate) fn json_out<T: serde::Serialize>(value: &T) -> Result<()> {
 
 /// Writes an output file atomically, naming it in any error.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    smtsched_report::write_atomic(path, bytes)
-        .with_context(|| format!("cannot write {}", path.display()))
+    use std::io::ErrorKind::{InvalidInput, NotFound, PermissionDenied};
+    smtsched_report::write_atomic(path, bytes).map_err(|e| match e.kind() {
+        // The path the user gave cannot be written: their input, exit 2.
+        NotFound | InvalidInput | PermissionDenied => {
+            bad_input(format!("cannot write {}: {e}", path.display()))
+        }
+        _ => anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
+    })
 }
