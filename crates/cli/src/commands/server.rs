@@ -274,8 +274,20 @@ fn render(m: &ServerMeasurement) -> String {
     text += "\nper request: server user/system CPU time (µs), softirq+irq time of the placement's CPUs \
              (µs), the server's kernel share, system calls and context switches of the server processes\n";
     for (e, st) in &m.events {
-        if !st.is_supported() {
-            text += &format!("{e}: {st}\n");
+        match st {
+            s if !s.is_supported() => text += &format!("{e}: {st}\n"),
+            _ if e.is_hardware() => {
+                for pl in &placements {
+                    for label in &points {
+                        if let Some((mean, sd)) =
+                            stat(m, pl, label, |p| p.per_request.hardware.get(e).copied())
+                        {
+                            text += &format!("{pl} {label}: {e} per request {mean:.0} ± {sd:.0}\n");
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
     }
     text

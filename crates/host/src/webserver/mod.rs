@@ -163,6 +163,14 @@ pub struct ServerConfig {
     pub state_dir: PathBuf,
 }
 
+/// Events counted on the server processes: system calls, and the hardware events a PMU offers.
+const COUNTED: &[Event] = &[
+    Event::Syscalls,
+    Event::Cycles,
+    Event::Instructions,
+    Event::LlcMisses,
+];
+
 /// Kernel work per response, from the run's accounting.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PerRequest {
@@ -179,6 +187,8 @@ pub struct PerRequest {
     pub context_switches: f64,
     /// System calls of the server processes per response (`None`: unsupported, see status).
     pub syscalls: Option<f64>,
+    /// Hardware events of the server processes per response, where a PMU counts them.
+    pub hardware: std::collections::BTreeMap<Event, f64>,
 }
 
 /// One load run.
@@ -307,7 +317,7 @@ fn measure_placement(
     let mut server = Httpd::start(&hc)?;
     st.add_group(&format!("{} server", cfg.server.binary()), server.pid())?;
     let url = server.url(cfg.file_bytes);
-    let mut counters = GroupCounters::open(server.pid(), &[Event::Syscalls]);
+    let mut counters = GroupCounters::open(server.pid(), COUNTED);
     counters.enable();
     let mut points: Vec<Point> = Vec::new();
     let mut run_point = |label: &str, load: Load, st: &mut state::StateFile| -> Result<Point> {
@@ -327,11 +337,16 @@ fn measure_placement(
             st.remove_group(g)?;
         }
         let n = result.responses.max(1) as f64;
-        let syscalls = c1
+        let per_request = |e: Event| {
+            let at = |c: &[(Event, f64)]| c.iter().find(|(x, _)| *x == e).map(|(_, v)| *v);
+            Some((at(&c1)? - at(&c0)?) / n)
+        };
+        let syscalls = per_request(Event::Syscalls);
+        let hardware = COUNTED
             .iter()
-            .find(|(e, _)| *e == Event::Syscalls)
-            .zip(c0.iter().find(|(e, _)| *e == Event::Syscalls))
-            .map(|((_, b), (_, a))| (b - a) / n);
+            .filter(|e| e.is_hardware())
+            .filter_map(|&e| Some((e, per_request(e)?)))
+            .collect();
         Ok(Point {
             label: label.into(),
             load,
@@ -343,6 +358,7 @@ fn measure_placement(
                 server_kernel_share: g.system_s / (g.user_s + g.system_s).max(1e-12),
                 context_switches: g.context_switches as f64 / n,
                 syscalls,
+                hardware,
             },
             result,
         })
