@@ -556,3 +556,86 @@ fn killing_the_harness_outright_takes_the_workloads_with_it() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn after_sigkill_the_next_start_restores_the_rr_slice() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let before = rr_slice();
+    let h = start_harness(
+        dir.path(),
+        &[
+            "measure",
+            "pairs",
+            "-w",
+            "dense-fp",
+            "-p",
+            "timeshare",
+            "--realtime",
+            "1",
+            "--rr-slice-ms",
+            "7",
+            "--work-scale",
+            "0.01",
+            "--solo-runs",
+            "1",
+            "--timed-runs",
+            "100000",
+            "-o",
+            "m.json",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while rr_slice() != "7" {
+        if !exists_pid(h.id()) || Instant::now() > deadline {
+            // Refused (not root): nothing to check beyond a clear error.
+            let out = h.wait_with_output().unwrap();
+            assert_bad_input_output(&out, &["SCHED_RR"]);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let procs = descendants(h.id());
+    unsafe { libc::kill(h.id() as i32, libc::SIGKILL) };
+    let _ = h.wait_with_output().unwrap();
+    for (p, _) in &procs {
+        unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+    }
+    assert_eq!(
+        rr_slice(),
+        "7",
+        "a killed harness cannot put the slice back"
+    );
+    // The next start with the same state directory does, before it measures, and says so.
+    let o = smtsched(
+        dir.path(),
+        &[
+            "measure",
+            "pairs",
+            "-w",
+            "dense-fp",
+            "-p",
+            "cores",
+            "--work-scale",
+            "0.01",
+            "--solo-runs",
+            "1",
+            "--timed-runs",
+            "1",
+            "-o",
+            "m2.json",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("sched_rr_timeslice_ms") && err.contains("restored"),
+        "{err}"
+    );
+    assert_eq!(rr_slice(), before, "the original slice is back");
+}

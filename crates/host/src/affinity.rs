@@ -2,7 +2,9 @@
 //! `/proc/PID/status`), and check that they agree with what was asked.
 
 use crate::error::{HostError, Result};
+use crate::leftovers::{FileSetting, StateFile};
 use smtsched_model::CpuSet;
+use std::path::Path;
 
 /// Pins process (or thread) `pid` (0 = the caller) to `cpus`.
 pub fn set_affinity(pid: i32, cpus: &CpuSet) -> Result<()> {
@@ -188,33 +190,49 @@ impl Drop for RoundRobinThread {
 const RR_SLICE: &str = "/proc/sys/kernel/sched_rr_timeslice_ms";
 
 /// The SCHED_RR time slice set for a while (as the thesis's patched kernel allowed); the old
-/// value comes back when this is dropped, including after an error or a signal.
+/// value comes back when this is dropped, including after an error or a signal. The original is
+/// recorded in a state file in `state_dir` before the change, so that after a SIGKILL the next
+/// command that keeps state there puts it back (and never takes the changed value for the
+/// original).
 pub struct RrSlice {
-    old: u64,
+    setting: FileSetting,
+    state: Option<StateFile>,
 }
 
 impl RrSlice {
-    pub fn set(ms: u32) -> Result<RrSlice> {
-        let old = rr_quantum_ms()
-            .ok_or_else(|| HostError::bad(format!("--rr-slice-ms: cannot read {RR_SLICE}")))?;
+    pub fn set(ms: u32, state_dir: &Path) -> Result<RrSlice> {
         if ms == 0 {
             return Err(HostError::bad(
                 "--rr-slice-ms 0: the time slice must be at least 1 ms",
             ));
         }
-        std::fs::write(RR_SLICE, format!("{ms}\n")).map_err(|e| match e.kind() {
-            std::io::ErrorKind::PermissionDenied => {
-                HostError::bad(format!("--rr-slice-ms: writing {RR_SLICE} needs root"))
-            }
-            _ => HostError::os(format!("writing {RR_SLICE}"), e),
-        })?;
-        Ok(RrSlice { old })
+        let setting = FileSetting::read(Path::new(RR_SLICE))
+            .map_err(|e| HostError::bad(format!("--rr-slice-ms: cannot read {RR_SLICE}: {e}")))?;
+        let mut state = StateFile::create(state_dir, "rr-slice")?;
+        state.add_setting(setting.clone())?;
+        if let Err(e) = std::fs::write(RR_SLICE, format!("{ms}\n")) {
+            state.finish();
+            return Err(match e.kind() {
+                std::io::ErrorKind::PermissionDenied => {
+                    HostError::bad(format!("--rr-slice-ms: writing {RR_SLICE} needs root"))
+                }
+                _ => HostError::os(format!("writing {RR_SLICE}"), e),
+            });
+        }
+        Ok(RrSlice {
+            setting,
+            state: Some(state),
+        })
     }
 }
 
 impl Drop for RrSlice {
     fn drop(&mut self) {
-        let _ = std::fs::write(RR_SLICE, format!("{}\n", self.old));
+        if self.setting.restore().is_ok() {
+            if let Some(s) = self.state.take() {
+                s.finish();
+            }
+        }
     }
 }
 

@@ -29,6 +29,7 @@ pub mod affinity;
 pub mod cgroup;
 pub mod error;
 pub mod kernels;
+pub mod leftovers;
 pub mod looper;
 pub mod measure;
 pub mod perf;

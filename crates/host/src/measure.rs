@@ -83,6 +83,8 @@ pub struct MeasureConfig {
     /// With `realtime`: the SCHED_RR time slice to set for the measurement (milliseconds),
     /// restored afterwards; `None` leaves `sched_rr_timeslice_ms` alone.
     pub rr_slice_ms: Option<u32>,
+    /// Where the state file lives (the slice's original, for the next start after a SIGKILL).
+    pub state_dir: PathBuf,
 }
 
 /// The CPUs each placement uses.
@@ -259,8 +261,16 @@ pub fn measure(
         return Err(HostError::bad(why.join("; ")));
     }
     become_subreaper();
+    for line in crate::leftovers::clean_up_after_dead(&cfg.state_dir) {
+        eprintln!("{line}");
+    }
+    // Only one command at a time may change the machine-wide time slice.
+    let _lock = match cfg.rr_slice_ms {
+        Some(_) => Some(crate::leftovers::lock("rr-slice")?),
+        None => None,
+    };
     let _slice = match (cfg.realtime, cfg.rr_slice_ms) {
-        (Some(_), Some(ms)) => Some(affinity::RrSlice::set(ms)?),
+        (Some(_), Some(ms)) => Some(affinity::RrSlice::set(ms, &cfg.state_dir)?),
         (None, Some(_)) => return Err(HostError::bad("--rr-slice-ms needs --realtime")),
         _ => None,
     };

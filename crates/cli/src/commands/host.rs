@@ -237,6 +237,10 @@ pub struct PairsArgs {
     /// the old value is restored at the end, after an error and on Ctrl-C. Needs root.
     #[arg(long, value_name = "MS", requires = "realtime", value_parser = clap::value_parser!(u32).range(1..=10000))]
     pub rr_slice_ms: Option<u32>,
+    /// Where the state file lives (the time slice's original value, restored by the next start
+    /// after a SIGKILL).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
     /// Longest one experiment (a solo baseline or one pair) may take, in seconds.
     #[arg(long, default_value_t = 300.0)]
     pub timeout_s: f64,
@@ -845,6 +849,10 @@ fn pairs(a: PairsArgs) -> Result<()> {
         timeout: Duration::from_secs_f64(a.timeout_s),
         realtime: a.realtime,
         rr_slice_ms: a.rr_slice_ms,
+        state_dir: a
+            .state_dir
+            .clone()
+            .unwrap_or_else(smtsched_host::rundir::default_state_dir),
     };
     let plan = measure::plan(&topo, &cfg.cpus, &cfg.placements)?;
     if !plan.placements.is_empty() {

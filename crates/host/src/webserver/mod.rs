@@ -9,9 +9,9 @@ pub mod httpd;
 pub mod load;
 pub mod process;
 pub mod rps;
-pub mod state;
 
 use crate::error::{HostError, Result};
+use crate::leftovers as state;
 use crate::perf::{Event, EventStatus};
 use crate::shutdown::Shutdown;
 use account::{CpuTime, GroupCounters, GroupTime};
@@ -224,18 +224,18 @@ pub struct ServerMeasurement {
 /// Runs every placement `repetitions` times.
 pub fn measure(cfg: &ServerConfig, stop: &Shutdown) -> Result<ServerMeasurement> {
     validate(cfg)?;
-    let _lock = state::lock()?;
+    let _lock = state::lock("measure-server")?;
     let mut changed = state::clean_up_after_dead(&cfg.state_dir);
     let rps = rps::probe(rps::LO_RPS)?;
-    let mut st = state::StateFile::create(&cfg.state_dir)?;
-    st.set_rps(Some(rps.clone()))?;
+    let mut st = state::StateFile::create(&cfg.state_dir, "server")?;
+    st.add_setting(rps.clone())?;
     changed.push(format!(
         "{} set per placement, restored to {}",
         rps.path.display(),
         rps.original
     ));
     let result = measure_all(cfg, stop, &mut st);
-    let restored = rps::restore(&rps);
+    let restored = rps.restore();
     if restored.is_ok() {
         st.finish();
     }
@@ -288,7 +288,7 @@ fn measure_all(cfg: &ServerConfig, stop: &Shutdown, st: &mut state::StateFile) -
     let mut events = Vec::new();
     for rep in 0..cfg.repetitions {
         for p in &cfg.placements {
-            let rps = st.state.rps.clone().expect("recorded before");
+            let rps = st.state.settings[0].clone();
             rps::steer(&rps, &p.softirq)?;
             let (run, ev) = measure_placement(cfg, p, rep, stop, st)?;
             runs.push(run);

@@ -4,18 +4,10 @@
 //! NIC's IRQ affinity in the thesis's Table 5.1.
 
 use crate::error::{HostError, Result};
-use serde::{Deserialize, Serialize};
+use crate::leftovers::FileSetting;
 use smtsched_model::CpuSet;
-use std::path::PathBuf;
 
 pub const LO_RPS: &str = "/sys/class/net/lo/queues/rx-0/rps_cpus";
-
-/// A setting the harness changed, and what it was.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RpsSetting {
-    pub path: PathBuf,
-    pub original: String,
-}
 
 /// The mask file's text for `cpus`: comma-separated 32-bit hex words, most significant first.
 pub fn mask_text(cpus: &CpuSet) -> String {
@@ -48,12 +40,10 @@ pub fn parse_mask(text: &str) -> Option<CpuSet> {
 }
 
 /// Reads the current steering; whether it can be changed is found by writing it back.
-pub fn probe(path: &str) -> Result<RpsSetting> {
-    let original = std::fs::read_to_string(path)
-        .map_err(|e| HostError::Unsupported(format!("cannot read {path}: {e}")))?
-        .trim()
-        .to_string();
-    std::fs::write(path, format!("{original}\n")).map_err(|e| {
+pub fn probe(path: &str) -> Result<FileSetting> {
+    let setting = FileSetting::read(path.as_ref())
+        .map_err(|e| HostError::Unsupported(format!("cannot read {path}: {e}")))?;
+    std::fs::write(path, format!("{}\n", setting.original)).map_err(|e| {
         HostError::Unsupported(format!(
             "cannot steer the receive softirq: writing {path} failed ({e}){}",
             if e.kind() == std::io::ErrorKind::PermissionDenied {
@@ -63,22 +53,12 @@ pub fn probe(path: &str) -> Result<RpsSetting> {
             }
         ))
     })?;
-    Ok(RpsSetting {
-        path: path.into(),
-        original,
-    })
+    Ok(setting)
 }
 
 /// Steers the receive softirq to `cpus` (an empty set: back to the sending CPU).
-pub fn steer(setting: &RpsSetting, cpus: &CpuSet) -> Result<()> {
-    std::fs::write(&setting.path, format!("{}\n", mask_text(cpus)))
-        .map_err(|e| HostError::os(format!("writing {}", setting.path.display()), e))
-}
-
-/// Puts the original mask back.
-pub fn restore(setting: &RpsSetting) -> Result<()> {
-    std::fs::write(&setting.path, format!("{}\n", setting.original))
-        .map_err(|e| HostError::os(format!("restoring {}", setting.path.display()), e))
+pub fn steer(setting: &FileSetting, cpus: &CpuSet) -> Result<()> {
+    setting.set(&mask_text(cpus))
 }
 
 #[cfg(test)]

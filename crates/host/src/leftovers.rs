@@ -1,15 +1,44 @@
-//! The harness's state file: the process groups it started and the settings it changed, written
-//! before each change, so that after a SIGKILL the next start stops those processes and puts
-//! the settings back. A process group is identified by its leader's pid and start time: a
-//! process whose group id was reused later is never touched.
+//! What a command leaves behind if it is killed: a state file of the process groups it started
+//! and the system settings (files under /proc or /sys) it changed, written before each change,
+//! so that after a SIGKILL the next start of a command that keeps one stops those processes and
+//! puts the settings back. A process group is identified by its leader's pid and start time: a
+//! process whose group id was reused later is never touched; a file (`NAME-PID.json`) whose
+//! writer is alive is left alone.
 
-use super::process::{group_members, proc_stat_field};
-use super::rps::{self, RpsSetting};
 use crate::error::{HostError, Result};
+use crate::webserver::process::{group_members, proc_stat_field};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-const FORMAT: &str = "smtsched-measure-server-state/1";
+const FORMAT: &str = "smtsched-leftovers/1";
+
+/// A file-backed setting changed, and its value before.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FileSetting {
+    pub path: PathBuf,
+    pub original: String,
+}
+
+impl FileSetting {
+    /// Reads the current value of `path` (trimmed).
+    pub fn read(path: &Path) -> std::io::Result<FileSetting> {
+        Ok(FileSetting {
+            path: path.to_path_buf(),
+            original: std::fs::read_to_string(path)?.trim().to_string(),
+        })
+    }
+
+    /// Writes `value` to the setting's file.
+    pub fn set(&self, value: &str) -> Result<()> {
+        std::fs::write(&self.path, format!("{value}\n"))
+            .map_err(|e| HostError::os(format!("writing {}", self.path.display()), e))
+    }
+
+    /// Puts the original value back.
+    pub fn restore(&self) -> Result<()> {
+        self.set(&self.original)
+    }
+}
 
 /// A process group the harness started.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,20 +54,21 @@ pub struct State {
     pub harness_pid: i32,
     pub harness_start_time: u64,
     pub groups: Vec<GroupRecord>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rps: Option<RpsSetting>,
+    #[serde(default)]
+    pub settings: Vec<FileSetting>,
 }
 
-/// The machine's lock: one harness at a time steers the softirq (a second would record the
-/// first one's setting as the original), whatever state directories they use.
-pub fn lock() -> Result<std::fs::File> {
+/// The machine's lock named `name`: one command at a time changes a machine-wide setting (a
+/// second would record the first one's value as the original), whatever state directories
+/// they use.
+pub fn lock(name: &str) -> Result<std::fs::File> {
     use std::os::unix::io::AsRawFd;
     let dir = if Path::new("/run/lock").is_dir() {
         PathBuf::from("/run/lock")
     } else {
         std::env::temp_dir()
     };
-    let path = dir.join("smtsched-measure-server.lock");
+    let path = dir.join(format!("smtsched-{name}.lock"));
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -48,7 +78,8 @@ pub fn lock() -> Result<std::fs::File> {
     // SAFETY: a valid descriptor; the lock goes with it.
     if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         return Err(HostError::bad(format!(
-            "another `measure server` is running (it holds {}); wait for it to finish",
+            "another `{}` is running (it holds {}); wait for it to finish",
+            name.replace('-', " "),
             path.display()
         )));
     }
@@ -66,8 +97,8 @@ fn start_time(pid: i32) -> Option<u64> {
 }
 
 impl StateFile {
-    /// A state file for this process in `dir` (created 0700 if missing).
-    pub fn create(dir: &Path) -> Result<StateFile> {
+    /// A state file for this process of command `name` in `dir` (created 0700 if missing).
+    pub fn create(dir: &Path, name: &str) -> Result<StateFile> {
         use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -76,7 +107,7 @@ impl StateFile {
             .map_err(|e| HostError::os(format!("creating {}", dir.display()), e))?;
         let pid = std::process::id() as i32;
         let mut f = StateFile {
-            path: dir.join(format!("server-{pid}.json")),
+            path: dir.join(format!("{name}-{pid}.json")),
             state: State {
                 format: FORMAT.into(),
                 harness_pid: pid,
@@ -109,9 +140,9 @@ impl StateFile {
         self.save()
     }
 
-    /// Records the softirq steering's original before it is changed.
-    pub fn set_rps(&mut self, rps: Option<RpsSetting>) -> Result<()> {
-        self.state.rps = rps;
+    /// Records a setting's original before it is changed.
+    pub fn add_setting(&mut self, s: FileSetting) -> Result<()> {
+        self.state.settings.push(s);
         self.save()
     }
 
@@ -121,8 +152,8 @@ impl StateFile {
     }
 }
 
-/// Puts right what harnesses that died without cleaning up left in `dir`: kills their process
-/// groups, restores the steering, removes their files. Returns one line per thing done.
+/// Puts right what commands that died without cleaning up left in `dir`: kills their process
+/// groups, restores their settings, removes their files. Returns one line per thing done.
 pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
     let mut done = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -130,7 +161,7 @@ pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("server-") && name.ends_with(".json")) {
+        if !name.ends_with(".json") {
             continue;
         }
         let Ok(text) = std::fs::read_to_string(e.path()) else {
@@ -155,17 +186,17 @@ pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
             }
             if !members.is_empty() {
                 done.push(format!(
-                    "killed {} process(es) of the {} left by harness {}",
+                    "killed {} process(es) of the {} left by process {}",
                     members.len(),
                     g.what,
                     state.harness_pid
                 ));
             }
         }
-        if let Some(r) = &state.rps {
-            match rps::restore(r) {
+        for r in &state.settings {
+            match r.restore() {
                 Ok(()) => done.push(format!(
-                    "restored {} to {} (left changed by harness {})",
+                    "restored {} to {} (left changed by process {})",
                     r.path.display(),
                     r.original,
                     state.harness_pid
