@@ -467,3 +467,36 @@ fn a_pairs_experiment_summarises_the_pairs_it_ran() {
         &["bad.toml", "pairs.claim[0].placement = \"cores\""],
     );
 }
+
+#[test]
+fn a_window_longer_than_the_clock_resolves_to_a_cycle_still_ends() {
+    // 8000 s at 2.4 GHz is 1.9e13 cycles, where an f64 steps by 1/256 cycle: finer events than
+    // that once stopped time (the run never ended). A task alone runs at its solo speed: PR 1,
+    // and (8000 - 10 s of stagger) / 60 s = 133 runs, one of which may straddle the window.
+    let dir = tempfile::tempdir().unwrap();
+    let o = smtsched(
+        dir.path(),
+        &[
+            "run",
+            "-t",
+            "gzip-like",
+            "-p",
+            "naive",
+            "--duration",
+            "8000",
+            "--hz",
+            "10",
+            "--cpus",
+            "0",
+            "--json",
+        ],
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let bench = &v["results"][0]["runs"][0]["per_bench"][0];
+    let prs = bench["prs"].as_array().unwrap();
+    assert!((132..=133).contains(&prs.len()), "{} runs", prs.len());
+    for pr in prs {
+        assert!((pr.as_f64().unwrap() - 1.0).abs() < 1e-9, "{pr}");
+    }
+}

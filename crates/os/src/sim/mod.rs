@@ -662,7 +662,15 @@ impl<'a> OsSim<'a> {
                     }
                 }
             }
-            let dt = (t_next - self.now).max(0.0);
+            // Time always moves: an event closer than the clock can resolve at this magnitude
+            // (a 6-hour window is ~5e13 cycles, where one step of an f64 is 1/128 cycle) is
+            // taken one step ahead, which completes any work it was waiting for.
+            let t_next = if t_next > self.now {
+                t_next
+            } else {
+                self.now.next_up()
+            };
+            let dt = t_next - self.now;
             self.advance(dt);
             self.now = t_next;
             self.task_events();
