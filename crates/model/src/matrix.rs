@@ -123,7 +123,8 @@ impl PrMatrix {
         self.workloads.iter().position(|w| w == workload)
     }
 
-    /// Checks indices, finiteness and the format tag.
+    /// Checks the format tag, one solo record per workload, and every pair exactly once with
+    /// finite ratios in range.
     pub fn validate(&self) -> Result<(), MatrixError> {
         let bad = |m: String| Err(MatrixError::Invalid(m));
         if self.format != PR_MATRIX_FORMAT {
@@ -136,6 +137,27 @@ impl PrMatrix {
         if n == 0 {
             return bad("workloads = []: the matrix names no workloads".into());
         }
+        if self.solo.len() != n {
+            return bad(format!(
+                "solo: {} entries for {n} workloads (one per workload, in order)",
+                self.solo.len()
+            ));
+        }
+        for (i, (s, w)) in self.solo.iter().zip(&self.workloads).enumerate() {
+            if &s.workload != w {
+                return bad(format!(
+                    "solo[{i}].workload = {:?}: expected {w:?} (the order of workloads)",
+                    s.workload
+                ));
+            }
+            if !(s.rate.is_finite() && s.rate > 0.0) {
+                return bad(format!(
+                    "solo[{i}].rate = {:?}: must be a finite positive rate",
+                    s.rate
+                ));
+            }
+        }
+        let mut seen = vec![vec![false; n]; n];
         for (i, p) in self.pairs.iter().enumerate() {
             if p.a >= n || p.b >= n || p.a > p.b {
                 return bad(format!(
@@ -144,9 +166,27 @@ impl PrMatrix {
                 ));
             }
             for (k, v) in [("pr_a", p.pr_a), ("pr_b", p.pr_b)] {
-                if !v.is_finite() || v < 0.0 {
+                if !(v.is_finite() && (0.0..=MAX_PR).contains(&v)) {
                     return bad(format!(
-                        "pairs[{i}].{k} = {v}: must be a finite non-negative ratio"
+                        "pairs[{i}].{k} = {v:?}: must be a ratio from 0 to {MAX_PR}"
+                    ));
+                }
+            }
+            if std::mem::replace(&mut seen[p.a][p.b], true) {
+                return bad(format!(
+                    "pairs[{i}]: the pair ({}, {}) appears twice",
+                    p.a, p.b
+                ));
+            }
+        }
+        // Every pair, self-pairs too: a missing one would have no rate to give.
+        for a in 0..n {
+            for b in a..n {
+                if !seen[a][b] {
+                    return bad(format!(
+                        "pairs: no entry for {} with {} (a = {a}, b = {b}); a matrix has \
+                         every pair, self-pairs too",
+                        self.workloads[a], self.workloads[b]
                     ));
                 }
             }
@@ -155,7 +195,69 @@ impl PrMatrix {
     }
 }
 
+/// The largest performance ratio a matrix may hold: a co-run rate ten times the solo rate is
+/// not a measurement of interference (PRs are at most about 1).
+pub const MAX_PR: f64 = 10.0;
+
 /// Converts named counters to the map stored in matrix files.
 pub fn counter_map<'a>(names: impl IntoIterator<Item = (&'a str, f64)>) -> BTreeMap<String, f64> {
     names.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two() -> PrMatrix {
+        let solo = |w: &str| SoloRecord {
+            workload: w.into(),
+            rate: 1.0,
+            counters: BTreeMap::new(),
+        };
+        let pair = |a, b| PairRecord {
+            a,
+            b,
+            pr_a: 0.6,
+            pr_b: 0.5,
+            counters_a: BTreeMap::new(),
+            counters_b: BTreeMap::new(),
+        };
+        PrMatrix {
+            format: PR_MATRIX_FORMAT.into(),
+            source: "measured".into(),
+            machine: "m".into(),
+            placement: Placement::Siblings,
+            settings: BTreeMap::new(),
+            workloads: vec!["x".into(), "y".into()],
+            solo: vec![solo("x"), solo("y")],
+            pairs: vec![pair(0, 0), pair(0, 1), pair(1, 1)],
+        }
+    }
+
+    fn err(m: &PrMatrix) -> String {
+        m.validate().unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_matrix_is_whole_or_refused_naming_the_field() {
+        assert!(two().validate().is_ok());
+        let mut m = two();
+        m.solo.pop();
+        assert!(err(&m).contains("solo: 1 entries for 2 workloads"));
+        let mut m = two();
+        m.solo.swap(0, 1);
+        assert!(err(&m).contains("solo[0].workload = \"y\""));
+        let mut m = two();
+        m.solo[1].rate = f64::NAN;
+        assert!(err(&m).contains("solo[1].rate = NaN"));
+        let mut m = two();
+        m.pairs.remove(1);
+        assert!(err(&m).contains("no entry for x with y"));
+        let mut m = two();
+        m.pairs.push(m.pairs[0].clone());
+        assert!(err(&m).contains("appears twice"));
+        let mut m = two();
+        m.pairs[2].pr_b = 1e300;
+        assert!(err(&m).contains("pairs[2].pr_b = 1e300"));
+    }
 }
