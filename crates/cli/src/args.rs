@@ -201,9 +201,9 @@ pub struct MatrixArgs {
     /// Write an SVG heatmap in the style of thesis Fig. 3.3.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// Host threads to use (default: all cores). The result does not depend on it.
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// Host threads to use, at most 1024 (default: all cores). The result does not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Args, Debug)]

@@ -322,3 +322,43 @@ fn outputs_go_through_links_devices_and_keep_a_files_mode() {
     let o = smtsched(dir.path(), &a);
     assert_bad_input(&o, &["is a directory"]);
 }
+
+#[test]
+fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &[&str]); 5] = [
+        (&["matrix", "--threads", "100000"], &["100000", "1..=1024"]),
+        (
+            &[
+                "solo",
+                "gzip-like",
+                "--set",
+                "cache.L2.size_bytes=1099511627776",
+            ],
+            &["cache.L2.size_bytes", "4 GiB"],
+        ),
+        (
+            &[
+                "solo",
+                "gzip-like",
+                "--set",
+                "topology.packages=1024",
+                "--set",
+                "topology.cores_per_package=1024",
+            ],
+            &["topology", "at most 4096"],
+        ),
+        (
+            &["run", "-t", "gzip-like", "--run-seconds", "1e-9"],
+            &["run_seconds = 1e-9", "0.001"],
+        ),
+        (
+            &["run", "-t", "gzip-like", "--run-seconds", "inf"],
+            &["run_seconds = inf"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let o = smtsched(dir.path(), args);
+        assert_bad_input(&o, needles);
+    }
+}

@@ -131,6 +131,11 @@ pub enum CacheContents {
     Unified,
 }
 
+/// Most logical CPUs a machine model may have.
+pub const MAX_LOGICAL_CPUS: u64 = 4096;
+/// Most cache capacity, summed over every instance, a machine model may simulate.
+pub const MAX_SIMULATED_CACHE_BYTES: u64 = 4 << 30;
+
 /// Which logical CPUs share one instance of a cache or memory path.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -293,6 +298,17 @@ impl MachineModel {
                 return bad(field, &v, "must be between 1 and 1024");
             }
         }
+        let cpus = t.packages as u64 * t.cores_per_package as u64 * t.threads_per_core as u64;
+        if cpus > MAX_LOGICAL_CPUS {
+            return bad(
+                "topology",
+                &format!(
+                    "{} x {} x {} = {cpus} logical CPUs",
+                    t.packages, t.cores_per_package, t.threads_per_core
+                ),
+                &format!("at most {MAX_LOGICAL_CPUS}"),
+            );
+        }
         match &self.core {
             CoreSpec::SmtOoo(c) => {
                 for (field, v) in [
@@ -346,10 +362,30 @@ impl MachineModel {
                 "a machine needs at least one cache level",
             );
         }
+        let mut simulated_bytes: u64 = 0;
         for (name, c) in &self.cache {
             let f = |k: &str| format!("cache.{name}.{k}");
             if c.size_bytes == 0 {
                 return bad(&f("size_bytes"), &0, "must be positive");
+            }
+            // Every instance of every cache is simulated line by line: bound the memory.
+            let instances = match c.shared_by {
+                Scope::Core => t.packages as u64 * t.cores_per_package as u64,
+                Scope::Package => t.packages as u64,
+                Scope::Machine => 1,
+            };
+            simulated_bytes =
+                simulated_bytes.saturating_add(c.size_bytes.saturating_mul(instances));
+            if simulated_bytes > MAX_SIMULATED_CACHE_BYTES {
+                return bad(
+                    &f("size_bytes"),
+                    &c.size_bytes,
+                    &format!(
+                        "the machine's caches (every instance) would exceed {} GiB of simulated \
+                         cache, the limit",
+                        MAX_SIMULATED_CACHE_BYTES >> 30
+                    ),
+                );
             }
             if c.ways == 0 {
                 return bad(&f("ways"), &0, "must be at least 1");

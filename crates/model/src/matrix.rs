@@ -180,16 +180,16 @@ impl PrMatrix {
             }
         }
         // Every pair, self-pairs too: a missing one would have no rate to give.
-        for a in 0..n {
-            for b in a..n {
-                if !seen[a][b] {
-                    return bad(format!(
-                        "pairs: no entry for {} with {} (a = {a}, b = {b}); a matrix has \
-                         every pair, self-pairs too",
-                        self.workloads[a], self.workloads[b]
-                    ));
-                }
-            }
+        let missing = seen
+            .iter()
+            .enumerate()
+            .find_map(|(a, row)| (a..n).find(|&b| !row[b]).map(|b| (a, b)));
+        if let Some((a, b)) = missing {
+            return bad(format!(
+                "pairs: no entry for {} with {} (a = {a}, b = {b}); a matrix has every pair, \
+                 self-pairs too",
+                self.workloads[a], self.workloads[b]
+            ));
         }
         Ok(())
     }

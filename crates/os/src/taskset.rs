@@ -163,6 +163,14 @@ fn default_copies() -> u32 {
     1
 }
 
+/// Shortest and longest run, burst or child a task may declare, seconds.
+pub const MIN_RUN_S: f64 = 1e-3;
+pub const MAX_RUN_S: f64 = 1e6;
+/// Most children a fork family may have.
+pub const MAX_CHILDREN: u32 = 1_000_000;
+/// Most tasks (copies included) a set may run.
+pub const MAX_TASKS: u32 = 4096;
+
 fn default_run_seconds() -> f64 {
     60.0
 }
@@ -223,6 +231,13 @@ impl TaskSetSpec {
         if self.tasks.is_empty() {
             return Err("task = []: the task set is empty".into());
         }
+        let total: u64 = self.tasks.iter().map(|t| u64::from(t.copies)).sum();
+        if total > u64::from(MAX_TASKS) {
+            return Err(format!(
+                "task: {} tasks with their copies: at most {MAX_TASKS}",
+                total
+            ));
+        }
         for (i, g) in self.groups.iter().enumerate() {
             if !(1..=10_000).contains(&g.weight) {
                 return Err(format!(
@@ -261,30 +276,39 @@ impl TaskSetSpec {
                     t.nice
                 ));
             }
-            if !(t.run_seconds > 0.0 && t.run_seconds.is_finite()) {
+            // Bounds keep every loop bounded by the work asked for: a run or burst shorter
+            // than a scheduler tick's hundredth would be thousands of events per tick.
+            if !(MIN_RUN_S..=MAX_RUN_S).contains(&t.run_seconds) {
                 return Err(format!(
-                    "{} = {}: must be positive",
+                    "{} = {:?}: must be {MIN_RUN_S} to {MAX_RUN_S} seconds",
                     f("run_seconds"),
                     t.run_seconds
                 ));
             }
             if let Some(b) = &t.block {
-                if !(b.run_ms > 0.0
-                    && b.wait_ms >= 0.0
-                    && b.run_ms.is_finite()
-                    && b.wait_ms.is_finite())
-                {
+                let ms = MIN_RUN_S * 1e3..=MAX_RUN_S * 1e3;
+                if !(ms.contains(&b.run_ms) && (b.wait_ms == 0.0 || ms.contains(&b.wait_ms))) {
                     return Err(format!(
-                        "{}: run_ms must be positive and wait_ms non-negative",
-                        f("block")
+                        "{}: run_ms = {:?}, wait_ms = {:?}: run_ms must be {} to {} ms, wait_ms 0 \
+                         or in the same range",
+                        f("block"),
+                        b.run_ms,
+                        b.wait_ms,
+                        MIN_RUN_S * 1e3,
+                        MAX_RUN_S * 1e3
                     ));
                 }
             }
             if let Some(k) = &t.fork {
-                if k.children == 0 || k.child_seconds.is_nan() || k.child_seconds <= 0.0 {
+                if !(1..=MAX_CHILDREN).contains(&k.children)
+                    || !(MIN_RUN_S..=MAX_RUN_S).contains(&k.child_seconds)
+                {
                     return Err(format!(
-                        "{}: children and child_seconds must be positive",
-                        f("fork")
+                        "{}: children = {}, child_seconds = {:?}: children must be 1 to \
+                         {MAX_CHILDREN} and child_seconds {MIN_RUN_S} to {MAX_RUN_S}",
+                        f("fork"),
+                        k.children,
+                        k.child_seconds
                     ));
                 }
             }

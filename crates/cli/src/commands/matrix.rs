@@ -30,7 +30,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
     let bar = counting_bar(runs as u64, "runs")?;
     bar.set_message(format!("{} pairs on {}", runs - profiles.len() * 2, m.name));
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(a.threads.unwrap_or(0))
+        .num_threads(a.threads.map_or(0, usize::from))
         .build()
         .context("cannot start worker threads")?;
     let started = std::time::Instant::now();

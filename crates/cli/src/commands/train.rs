@@ -106,9 +106,9 @@ pub struct WindowsArgs {
     /// Write the windows CSV here (default: standard output).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Host threads to use (default: all cores). The result does not depend on it.
-    #[arg(long)]
-    pub threads: Option<usize>,
+    /// Host threads to use, at most 1024 (default: all cores). The result does not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Args, Debug)]
@@ -325,7 +325,7 @@ fn simulated_windows(a: &WindowsArgs) -> Result<WindowSet> {
     let bar = counting_bar(run_count(refs.len(), a.runs) as u64, "runs")?;
     bar.set_message(format!("windows on {}", m.name));
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(a.threads.unwrap_or(0))
+        .num_threads(a.threads.map_or(0, usize::from))
         .build()
         .context("cannot start worker threads")?;
     let rows = pool.install(|| simulate_windows(&m, &refs, &proto, &|| bar.inc(1)))?;
