@@ -279,8 +279,8 @@ pub struct RunArgs {
     /// train fit`).
     #[arg(long, default_value = "thesis")]
     pub model: String,
-    /// Cost of one estimate as a fraction of a tick (the thesis measured ~2% per tick).
-    #[arg(long, default_value_t = 0.02)]
+    /// Cost of one estimate as a fraction of a tick, 0 to 1 (the thesis measured ~2% per tick).
+    #[arg(long, default_value_t = 0.02, value_parser = fraction)]
     pub estimate_cost: f64,
     /// Print JSON.
     #[arg(long)]
@@ -341,4 +341,16 @@ pub struct ReproduceArgs {
     /// Also write the report (the text printed) to this file.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+}
+
+/// A number from 0 to 1 (finite).
+fn fraction(text: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{text} is not a fraction from 0 to 1"))
+    }
 }

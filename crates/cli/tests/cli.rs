@@ -326,7 +326,22 @@ fn outputs_go_through_links_devices_and_keep_a_files_mode() {
 #[test]
 fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: [(&[&str], &[&str]); 5] = [
+    std::fs::write(
+        dir.path().join("slow.toml"),
+        "name = \"slow\"\n[[phase]]\ninstructions = 1000\nilp = 1e-300\nloads = 0.0\n\
+         stores = 0.0\nbranches = 0.1\nbranch_mispredict_rate = 0.0\n[[phase.code]]\n\
+         size_bytes = 128\nweight = 1.0\n",
+    )
+    .unwrap();
+    let cases: [(&[&str], &[&str]); 7] = [
+        (
+            &["solo", "slow.toml"],
+            &["phase[0].ilp = 1e-300", "0.01 to 64"],
+        ),
+        (
+            &["run", "-t", "gzip-like", "--estimate-cost", "nan"],
+            &["--estimate-cost", "not a fraction"],
+        ),
         (&["matrix", "--threads", "100000"], &["100000", "1..=1024"]),
         (
             &[

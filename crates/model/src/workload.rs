@@ -363,6 +363,12 @@ impl PhaseSpec {
     }
 }
 
+/// The range of a phase's dependence-limited ILP (instructions per cycle).
+pub const MIN_ILP: f64 = 0.01;
+pub const MAX_ILP: f64 = 64.0;
+/// The most micro-operations one instruction may decode into.
+pub const MAX_UOPS_PER_INSTRUCTION: f64 = 16.0;
+
 impl InstructionMix {
     fn check(&self, at: &str, origin: &Origin) -> Result<(), ModelError> {
         let bad = |k: &str, value: &dyn std::fmt::Display, reason: &str| {
@@ -373,14 +379,20 @@ impl InstructionMix {
                 reason,
             ))
         };
-        if !(self.ilp > 0.0 && self.ilp.is_finite()) {
-            return bad("ilp", &self.ilp, "must be positive");
+        // Ranges bound the timing arithmetic: an ILP of 1e-300 would make a phase's cycles
+        // overflow any counter.
+        if !(MIN_ILP..=MAX_ILP).contains(&self.ilp) {
+            return bad(
+                "ilp",
+                &format!("{:?}", self.ilp),
+                &format!("must be {MIN_ILP} to {MAX_ILP} instructions per cycle"),
+            );
         }
-        if !(self.uops_per_instruction >= 1.0 && self.uops_per_instruction.is_finite()) {
+        if !(1.0..=MAX_UOPS_PER_INSTRUCTION).contains(&self.uops_per_instruction) {
             return bad(
                 "uops_per_instruction",
-                &self.uops_per_instruction,
-                "must be at least 1",
+                &format!("{:?}", self.uops_per_instruction),
+                &format!("must be 1 to {MAX_UOPS_PER_INSTRUCTION}"),
             );
         }
         for (k, v) in [
