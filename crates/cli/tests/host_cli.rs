@@ -297,3 +297,94 @@ fn kernel_bad_input() {
         &["--work"],
     );
 }
+
+/// Processes whose command line contains `marker` (a unique argument), not zombies.
+fn with_marker(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rfind(')')
+                .is_some_and(|i| stat[i + 2..].starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmd).contains(marker)
+        })
+        .collect()
+}
+
+fn gone_within(marker: &str, limit: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while !with_marker(marker).is_empty() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn counters_leave_nothing_of_the_command_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    // A command that leaves a child running: the child goes when the command exits.
+    let marker = format!("4242.{}", std::process::id());
+    let o = smtsched(
+        dir.path(),
+        &[
+            "host",
+            "counters",
+            "-e",
+            "task_clock",
+            "--",
+            "sh",
+            "-c",
+            &format!("sleep {marker} & exit 0"),
+        ],
+    );
+    assert!(o.status.success());
+    assert!(
+        gone_within(&marker, std::time::Duration::from_secs(5)),
+        "left running"
+    );
+    // SIGTERM and SIGKILL of `host counters` take the command with it.
+    for sig in [libc::SIGTERM, libc::SIGKILL] {
+        let marker = format!("4343.{}{sig}", std::process::id());
+        let mut h = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+            .args([
+                "host",
+                "counters",
+                "-e",
+                "task_clock",
+                "--",
+                "sleep",
+                &marker,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while with_marker(&marker).len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        unsafe { libc::kill(h.id() as i32, sig) };
+        let status = h.wait().unwrap();
+        if sig == libc::SIGTERM {
+            let mut err = String::new();
+            std::io::Read::read_to_string(h.stderr.as_mut().unwrap(), &mut err).unwrap();
+            assert_eq!(status.code(), Some(1), "{err}");
+            assert!(err.contains("interrupted by SIGTERM"), "{err}");
+        }
+        assert!(
+            gone_within(&marker, std::time::Duration::from_secs(5)),
+            "orphaned after {sig}"
+        );
+    }
+}

@@ -285,6 +285,42 @@ pub fn run_measure(a: MeasureArgs) -> Result<()> {
     }
 }
 
+/// Runs the counted command in a process group of its own that dies with us; stops it on
+/// Ctrl-C or SIGTERM, and once it exits kills what it left running in its group.
+fn run_counted_command(command: &[String]) -> Result<std::process::ExitStatus> {
+    use smtsched_host::webserver::process::{group_members, spawn_group, stop_group};
+    let stop = Shutdown::install().context("installing signal handlers")?;
+    let mut cmd = std::process::Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    let mut child = spawn_group(&mut cmd, None)
+        .with_context(|| format!("cannot run {:?}", command.join(" ")))?;
+    let pgid = child.id() as i32;
+    let status = loop {
+        if let Some(sig) = stop.requested() {
+            let killed = stop_group(&mut child, libc::SIGTERM, Duration::from_secs(2));
+            return Err(smtsched_host::HostError::Interrupted {
+                signal: sig,
+                children: killed.max(1),
+            }
+            .into());
+        }
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let left = group_members(pgid);
+    if !left.is_empty() {
+        // SAFETY: kill has no memory preconditions; the group is the command's own.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
+        eprintln!(
+            "note: killed {} process(es) the command left running in its process group",
+            left.len()
+        );
+    }
+    Ok(status)
+}
+
 // ---------------------------------------------------------------------------------------------
 // host topology
 
@@ -486,12 +522,7 @@ fn counters(a: CountersArgs) -> Result<()> {
     if a.command.is_empty() {
         std::thread::sleep(Duration::from_millis(a.duration_ms));
     } else {
-        let mut cmd = std::process::Command::new(&a.command[0]);
-        cmd.args(&a.command[1..]);
-        let status = cmd
-            .status()
-            .with_context(|| format!("cannot run {:?}", a.command.join(" ")))?;
-        exit = Some(status);
+        exit = Some(run_counted_command(&a.command)?);
     }
     let after = set.read()?;
     set.disable()?;

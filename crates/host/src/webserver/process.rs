@@ -26,7 +26,13 @@ fn mask_of(cpus: &CpuSet) -> Result<libc::cpu_set_t> {
 
 /// Starts `cmd` in a new process group, on `cpus`, dying with the harness.
 pub fn spawn_pinned(cmd: &mut Command, cpus: &CpuSet) -> Result<Child> {
-    let mask = mask_of(cpus)?;
+    spawn_group(cmd, Some(cpus))
+}
+
+/// Starts `cmd` in a new process group (its leader's pid), killed if this process dies, and
+/// pinned to `cpus` if given.
+pub fn spawn_group(cmd: &mut Command, cpus: Option<&CpuSet>) -> Result<Child> {
+    let mask = cpus.map(mask_of).transpose()?;
     let program = cmd.get_program().to_string_lossy().into_owned();
     cmd.process_group(0);
     // SAFETY: only async-signal-safe system calls run between fork and exec.
@@ -35,8 +41,10 @@ pub fn spawn_pinned(cmd: &mut Command, cpus: &CpuSet) -> Result<Child> {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mask) != 0 {
-                return Err(std::io::Error::last_os_error());
+            if let Some(mask) = &mask {
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), mask) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         });
