@@ -6,7 +6,7 @@
 //! writer is alive is left alone.
 
 use crate::error::{HostError, Result};
-use crate::webserver::process::{group_members, proc_stat_field};
+use crate::procgroup::{group_members, proc_stat_field};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -33,6 +33,7 @@ pub mod leftovers;
 pub mod looper;
 pub mod measure;
 pub mod perf;
+pub mod procgroup;
 pub mod rundir;
 pub mod schedrun;
 pub mod shutdown;

@@ -288,7 +288,7 @@ pub fn run_measure(a: MeasureArgs) -> Result<()> {
 /// Runs the counted command in a process group of its own that dies with us; stops it on
 /// Ctrl-C or SIGTERM, and once it exits kills what it left running in its group.
 fn run_counted_command(command: &[String]) -> Result<std::process::ExitStatus> {
-    use smtsched_host::webserver::process::{group_members, spawn_group, stop_group};
+    use smtsched_host::procgroup::{group_members, spawn_group, stop_group};
     let stop = Shutdown::install().context("installing signal handlers")?;
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..]);

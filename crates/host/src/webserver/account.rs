@@ -3,8 +3,8 @@
 //! switches (`/proc/PID/status`); and system calls through a perf tracepoint where the kernel
 //! allows it.
 
-use super::process::{group_members, proc_stat_field};
 use crate::perf::{CounterSet, Event, EventStatus, Target};
+use crate::procgroup::{group_members, proc_stat_field};
 use serde::Serialize;
 use smtsched_model::CpuSet;
 

@@ -2,8 +2,8 @@
 //! temporary directory of its own: workers, a port on 127.0.0.1, no access log, and static
 //! files of chosen sizes. Started pinned, checked to answer, always stopped.
 
-use super::process::{spawn_pinned, stop_group};
 use crate::error::{HostError, Result};
+use crate::procgroup::{spawn_pinned, stop_group};
 use serde::{Deserialize, Serialize};
 use smtsched_model::CpuSet;
 use std::io::{Read, Write};

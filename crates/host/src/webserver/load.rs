@@ -2,8 +2,8 @@
 //! an open loop at a set rate whose latencies are measured from when each request was due, not
 //! from when it was sent (`--latency-correction`: no coordinated omission).
 
-use super::process::{spawn_pinned, stop_group};
 use crate::error::{HostError, Result};
+use crate::procgroup::{spawn_pinned, stop_group};
 use crate::shutdown::Shutdown;
 use serde::{Deserialize, Serialize};
 use smtsched_model::CpuSet;

@@ -7,7 +7,6 @@
 pub mod account;
 pub mod httpd;
 pub mod load;
-pub mod process;
 pub mod rps;
 
 use crate::error::{HostError, Result};

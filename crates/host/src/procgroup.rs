@@ -1,7 +1,7 @@
-//! Children of the server harness: each in a process group of its own (so the server's workers
-//! go with their master), pinned before it runs, and killed with the harness if it dies
-//! (`PR_SET_PDEATHSIG`; workers the master forked are caught by the group kill, or after a
-//! SIGKILL of the harness by the next start, from the state file).
+//! Children in process groups of their own (so a server's workers or a command's children go
+//! with their leader), optionally pinned before they run, and killed if this process dies
+//! (`PR_SET_PDEATHSIG`; what the leader forked is caught by the group kill, or after a SIGKILL
+//! of this process by the next start, from its state file: `leftovers`).
 
 use crate::error::{HostError, Result};
 use smtsched_model::CpuSet;
