@@ -6,8 +6,8 @@ use crate::leftovers::{FileSetting, StateFile};
 use smtsched_model::CpuSet;
 use std::path::Path;
 
-/// Pins process (or thread) `pid` (0 = the caller) to `cpus`.
-pub fn set_affinity(pid: i32, cpus: &CpuSet) -> Result<()> {
+/// The affinity mask naming `cpus`.
+pub fn cpu_mask(cpus: &CpuSet) -> Result<libc::cpu_set_t> {
     let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let limit = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
     for c in cpus.iter() {
@@ -18,6 +18,12 @@ pub fn set_affinity(pid: i32, cpus: &CpuSet) -> Result<()> {
         }
         unsafe { libc::CPU_SET(c as usize, &mut mask) };
     }
+    Ok(mask)
+}
+
+/// Pins process (or thread) `pid` (0 = the caller) to `cpus`.
+pub fn set_affinity(pid: i32, cpus: &CpuSet) -> Result<()> {
+    let mask = cpu_mask(cpus)?;
     // SAFETY: `mask` is a valid, initialised cpu_set_t of the size passed.
     let rc = unsafe { libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mask) };
     if rc != 0 {

@@ -9,21 +9,6 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-/// An affinity mask built before the fork (nothing may allocate between fork and exec).
-fn mask_of(cpus: &CpuSet) -> Result<libc::cpu_set_t> {
-    let mut mask: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let limit = 8 * std::mem::size_of::<libc::cpu_set_t>() as u32;
-    for c in cpus.iter() {
-        if c >= limit {
-            return Err(HostError::bad(format!(
-                "CPU {c} is beyond the {limit} CPUs an affinity mask can name"
-            )));
-        }
-        unsafe { libc::CPU_SET(c as usize, &mut mask) };
-    }
-    Ok(mask)
-}
-
 /// Starts `cmd` in a new process group, on `cpus`, dying with the harness.
 pub fn spawn_pinned(cmd: &mut Command, cpus: &CpuSet) -> Result<Child> {
     spawn_group(cmd, Some(cpus))
@@ -32,7 +17,8 @@ pub fn spawn_pinned(cmd: &mut Command, cpus: &CpuSet) -> Result<Child> {
 /// Starts `cmd` in a new process group (its leader's pid), killed if this process dies, and
 /// pinned to `cpus` if given.
 pub fn spawn_group(cmd: &mut Command, cpus: Option<&CpuSet>) -> Result<Child> {
-    let mask = cpus.map(mask_of).transpose()?;
+    // Built before the fork: nothing may allocate between fork and exec.
+    let mask = cpus.map(crate::affinity::cpu_mask).transpose()?;
     let program = cmd.get_program().to_string_lossy().into_owned();
     cmd.process_group(0);
     // SAFETY: only async-signal-safe system calls run between fork and exec.
