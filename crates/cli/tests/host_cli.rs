@@ -2,7 +2,7 @@
 //! counters, kernels, and the bad-input paths (exit code 2, one line naming the value).
 
 mod util;
-use util::{assert_bad_input, json, smtsched, stdout};
+use util::{assert_bad_input, gone_within, json, smtsched, stdout, with_marker};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -296,34 +296,6 @@ fn kernel_bad_input() {
         &smtsched(dir.path(), &["host", "kernel", "dense-fp", "--work", "0"]),
         &["--work"],
     );
-}
-
-/// Processes whose command line contains `marker` (a unique argument), not zombies.
-fn with_marker(marker: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie = stat
-                .rfind(')')
-                .is_some_and(|i| stat[i + 2..].starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmd).contains(marker)
-        })
-        .collect()
-}
-
-fn gone_within(marker: &str, limit: std::time::Duration) -> bool {
-    let deadline = std::time::Instant::now() + limit;
-    while !with_marker(marker).is_empty() {
-        if std::time::Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    true
 }
 
 #[test]

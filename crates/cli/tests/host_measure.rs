@@ -639,3 +639,36 @@ fn after_sigkill_the_next_start_restores_the_rr_slice() {
     );
     assert_eq!(rr_slice(), before, "the original slice is back");
 }
+
+#[test]
+fn processes_a_command_detaches_are_stopped_with_the_measurement() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // Each run leaves a `sleep` in a session of its own (setsid -f), outside every process
+    // group the harness kills; as the subreaper it inherits them and stops them at the end.
+    let marker = format!("4949.{}", std::process::id());
+    let command = format!("esc=sh -c 'setsid -f sleep {marker}; sleep 0.2'");
+    let o = smtsched(
+        dir.path(),
+        &[
+            "measure",
+            "pairs",
+            "--command",
+            &command,
+            "-p",
+            "cores",
+            "--solo-runs",
+            "1",
+            "--timed-runs",
+            "1",
+            "-o",
+            "m.json",
+        ],
+    );
+    assert!(o.status.success());
+    assert!(
+        util::gone_within(&marker, Duration::from_secs(5)),
+        "detached processes left: {:?}",
+        util::with_marker(&marker)
+    );
+}

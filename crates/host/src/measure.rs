@@ -261,6 +261,8 @@ pub fn measure(
         return Err(HostError::bad(why.join("; ")));
     }
     become_subreaper();
+    // Declared first, dropped last: on every return, after every workload has been stopped.
+    let _orphans = OrphanSweep;
     for line in crate::leftovers::clean_up_after_dead(&cfg.state_dir) {
         eprintln!("{line}");
     }
@@ -590,6 +592,36 @@ impl Drop for Children {
 fn become_subreaper() {
     // SAFETY: sets a flag of the calling process.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
+
+/// On drop, kills and reaps every process re-parented to us: what a workload started and
+/// detached from its process group (`setsid`, a daemon's double fork) escapes the group kill,
+/// but as the subreaper we inherit it.
+struct OrphanSweep;
+
+impl Drop for OrphanSweep {
+    fn drop(&mut self) {
+        let me = std::process::id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let ours: Vec<i32> = proc_table()
+                .into_iter()
+                .filter(|&(_, ppid, _)| ppid == me)
+                .map(|(pid, _, _)| pid)
+                .collect();
+            for &pid in &ours {
+                // SAFETY: our own children: kill, then reap without blocking.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+                }
+            }
+            if ours.is_empty() || Instant::now() > deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
 }
 
 /// Waits for processes that were in `groups` and have been re-parented to us.

@@ -142,3 +142,31 @@ pub fn assert_all_gone(procs: &[(u32, u64)]) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Processes whose command line contains `marker` (a unique argument), not zombies.
+pub fn with_marker(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rfind(')')
+                .is_some_and(|i| stat[i + 2..].starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmd).contains(marker)
+        })
+        .collect()
+}
+
+pub fn gone_within(marker: &str, limit: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    while !with_marker(marker).is_empty() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
