@@ -421,3 +421,42 @@ fn an_output_path_that_cannot_be_created_is_bad_input() {
     );
     assert_bad_input(&o, &["cannot write no/such/dir/t.smtt"]);
 }
+
+#[test]
+fn import_from_a_pipe_that_never_ends_stops_on_sigint_and_sigterm_writing_nothing() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("t.smtt");
+        // Standard input is a pipe whose writer (this test) never writes or closes it.
+        let mut h = std::process::Command::new(env!("CARGO_BIN_EXE_smtsched"))
+            .args(["trace", "import", "-", "-o", out.to_str().unwrap()])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Kept open until the end: `wait` would close it, and end of input is not the case.
+        let _stdin = h.stdin.take();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        unsafe { libc::kill(h.id() as i32, sig) };
+        let started = std::time::Instant::now();
+        let status = h.wait().unwrap();
+        assert!(
+            started.elapsed().as_secs() < 5,
+            "took {:?}",
+            started.elapsed()
+        );
+        let mut err = String::new();
+        std::io::Read::read_to_string(h.stderr.as_mut().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("interrupted") && err.contains("no output written"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "nothing written"
+        );
+    }
+}

@@ -53,6 +53,9 @@ pub enum TraceError {
     },
     #[error("{0}")]
     Invalid(String),
+    /// Ctrl-C or SIGTERM arrived: stopped, nothing written.
+    #[error("{origin}: interrupted by a signal before the end of the input; no output written")]
+    Interrupted { origin: String },
     #[error(transparent)]
     Model(#[from] smtsched_model::ModelError),
 }
@@ -62,6 +65,7 @@ impl TraceError {
     /// machine (exit code 1). Only failing to write output is not bad input.
     pub fn is_bad_input(&self) -> bool {
         match self {
+            TraceError::Interrupted { .. } => false,
             // A path the user named that cannot be created is theirs; a full disk is not.
             TraceError::Write { source, .. } => matches!(
                 source.kind(),

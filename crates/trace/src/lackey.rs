@@ -237,7 +237,9 @@ pub fn import_lackey<R: Read, W: Write>(
     };
     loop {
         if interrupted.is_some_and(|f| f.load(Ordering::Relaxed)) {
-            return Err(TraceError::Invalid(format!("{origin}: interrupted")));
+            return Err(TraceError::Interrupted {
+                origin: origin.to_string(),
+            });
         }
         if filled == buf.len() {
             if buf.len() >= MAX_LINE_BYTES + BLOCK_BYTES {

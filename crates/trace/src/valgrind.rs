@@ -259,6 +259,70 @@ pub fn record(
 }
 
 /// Imports a saved lackey log (`-` for standard input) into the trace file `dest`, atomically.
+/// Standard input read on a thread of its own, so that a Ctrl-C or SIGTERM (which set `flag`)
+/// is seen while a read waits for input that may never come: the read then reports
+/// `Interrupted`, and the importer stops without committing.
+struct StdinUntil<'a> {
+    flag: &'a AtomicBool,
+    chunks: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    pending: Vec<u8>,
+    at: usize,
+}
+
+impl<'a> StdinUntil<'a> {
+    fn new(flag: &'a AtomicBool) -> Self {
+        let (tx, rx) = std::sync::mpsc::sync_channel(4);
+        std::thread::spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            loop {
+                let mut buf = vec![0u8; 1 << 16];
+                let r = std::io::Read::read(&mut stdin, &mut buf).map(|n| {
+                    buf.truncate(n);
+                    buf
+                });
+                let end = matches!(&r, Ok(b) if b.is_empty()) || r.is_err();
+                if tx.send(r).is_err() || end {
+                    return;
+                }
+            }
+        });
+        StdinUntil {
+            flag,
+            chunks: rx,
+            pending: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl std::io::Read for StdinUntil<'_> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.pending.len() {
+            if self.flag.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(std::io::ErrorKind::Interrupted.into());
+            }
+            match self
+                .chunks
+                .recv_timeout(std::time::Duration::from_millis(50))
+            {
+                Ok(chunk) => {
+                    self.pending = chunk?;
+                    self.at = 0;
+                    if self.pending.is_empty() {
+                        return Ok(0);
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.pending.len() - self.at);
+        out[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 pub fn import_file(
     input: &str,
     dest: &Path,
@@ -266,8 +330,11 @@ pub fn import_file(
     interrupted: Option<&AtomicBool>,
     progress: &dyn Fn(u64),
 ) -> Result<(ImportStats, Summary)> {
-    let reader: Box<dyn std::io::Read> = if input == "-" {
-        Box::new(std::io::stdin().lock())
+    let reader: Box<dyn std::io::Read + '_> = if input == "-" {
+        match interrupted {
+            Some(flag) => Box::new(StdinUntil::new(flag)),
+            None => Box::new(std::io::stdin().lock()),
+        }
     } else {
         let p = Path::new(input);
         if p.canonicalize()
