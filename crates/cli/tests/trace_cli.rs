@@ -1,6 +1,8 @@
 //! `smtsched trace …` and traces as workloads, run as a user would: the real binary in a fresh
 //! temporary directory. Recording needs valgrind (Debian package `valgrind`).
 
+mod util;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
@@ -458,5 +460,62 @@ fn import_from_a_pipe_that_never_ends_stops_on_sigint_and_sigterm_writing_nothin
             0,
             "nothing written"
         );
+    }
+}
+
+#[test]
+fn record_stops_valgrind_and_the_program_on_sigterm_and_sigkill() {
+    for sig in [libc::SIGTERM, libc::SIGKILL] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.smtt");
+        let marker = format!("5252.{}{sig}", std::process::id());
+        let mut h = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+            .args([
+                "trace",
+                "record",
+                "-o",
+                out.to_str().unwrap(),
+                "--",
+                "sleep",
+                &marker,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // smtsched's own command line and valgrind's both name the marker.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while util::with_marker(&marker).len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "valgrind never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        unsafe { libc::kill(h.id() as i32, sig) };
+        let started = std::time::Instant::now();
+        let status = h.wait().unwrap();
+        assert!(
+            started.elapsed().as_secs() < 5,
+            "took {:?}",
+            started.elapsed()
+        );
+        if sig == libc::SIGTERM {
+            let mut err = String::new();
+            std::io::Read::read_to_string(h.stderr.as_mut().unwrap(), &mut err).unwrap();
+            assert_eq!(status.code(), Some(1), "{err}");
+            assert!(err.contains("interrupted"), "{err}");
+        }
+        assert!(
+            util::gone_within(&marker, std::time::Duration::from_secs(5)),
+            "valgrind left after signal {sig}"
+        );
+        // No trace appears; after SIGTERM no temporary file either (a SIGKILLed process
+        // cannot remove its own: a hidden `.r.smtt.tmp-PID-N` may stay).
+        assert!(!out.exists(), "no trace after signal {sig}");
+        if sig == libc::SIGTERM {
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
     }
 }

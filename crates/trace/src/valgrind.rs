@@ -161,9 +161,15 @@ pub fn record(
         .stdout(opts.output.stdio())
         .stderr(opts.output.stdio());
     no_aslr(&mut cmd);
-    // SAFETY: dup2 and fcntl are async-signal-safe; they only touch the child's descriptors.
+    // Valgrind and whatever the traced program starts form one process group, stopped together
+    // (and killed by the kernel if we die).
+    cmd.process_group(0);
+    // SAFETY: dup2, fcntl and prctl are async-signal-safe; they only touch the child.
     unsafe {
         cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             if log_fd == 3 {
                 let flags = libc::fcntl(3, libc::F_GETFD);
                 if flags == -1 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) == -1 {
@@ -184,10 +190,19 @@ pub fn record(
     })?;
     drop(writer);
     let label = dest.display().to_string();
+    let stop_group = |child: &mut std::process::Child| {
+        // SAFETY: kill(2) on the group we created; its leader is not reaped yet.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        let _ = child.wait();
+    };
     let result = (|| {
         let mut w = TraceWriter::new(&mut file).map_err(|e| TraceError::write(dest, e))?;
+        let input: Box<dyn std::io::Read + '_> = match interrupted {
+            Some(flag) => Box::new(ReadUntil::new(reader, flag)),
+            None => Box::new(reader),
+        };
         let reader = Counting {
-            inner: reader,
+            inner: input,
             bytes: 0,
             progress,
         };
@@ -204,14 +219,12 @@ pub fn record(
     let (w, stats) = match result {
         Ok(x) => x,
         Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop_group(&mut child);
             return Err(e);
         }
     };
     if stats.stopped_at_limit {
-        let _ = child.kill();
-        let _ = child.wait();
+        stop_group(&mut child);
     } else {
         let status = child
             .wait()
@@ -259,34 +272,31 @@ pub fn record(
 }
 
 /// Imports a saved lackey log (`-` for standard input) into the trace file `dest`, atomically.
-/// Standard input read on a thread of its own, so that a Ctrl-C or SIGTERM (which set `flag`)
-/// is seen while a read waits for input that may never come: the read then reports
-/// `Interrupted`, and the importer stops without committing.
-struct StdinUntil<'a> {
+/// An input (standard input, valgrind's log pipe) read on a thread of its own, so that a
+/// Ctrl-C or SIGTERM (which set `flag`) is seen while a read waits for input that may never
+/// come: the read then reports `Interrupted`, and the importer stops without committing.
+struct ReadUntil<'a> {
     flag: &'a AtomicBool,
     chunks: std::sync::mpsc::Receiver<std::io::Result<Vec<u8>>>,
     pending: Vec<u8>,
     at: usize,
 }
 
-impl<'a> StdinUntil<'a> {
-    fn new(flag: &'a AtomicBool) -> Self {
+impl<'a> ReadUntil<'a> {
+    fn new(mut input: impl std::io::Read + Send + 'static, flag: &'a AtomicBool) -> Self {
         let (tx, rx) = std::sync::mpsc::sync_channel(4);
-        std::thread::spawn(move || {
-            let mut stdin = std::io::stdin().lock();
-            loop {
-                let mut buf = vec![0u8; 1 << 16];
-                let r = std::io::Read::read(&mut stdin, &mut buf).map(|n| {
-                    buf.truncate(n);
-                    buf
-                });
-                let end = matches!(&r, Ok(b) if b.is_empty()) || r.is_err();
-                if tx.send(r).is_err() || end {
-                    return;
-                }
+        std::thread::spawn(move || loop {
+            let mut buf = vec![0u8; 1 << 16];
+            let r = input.read(&mut buf).map(|n| {
+                buf.truncate(n);
+                buf
+            });
+            let end = matches!(&r, Ok(b) if b.is_empty()) || r.is_err();
+            if tx.send(r).is_err() || end {
+                return;
             }
         });
-        StdinUntil {
+        ReadUntil {
             flag,
             chunks: rx,
             pending: Vec::new(),
@@ -295,7 +305,7 @@ impl<'a> StdinUntil<'a> {
     }
 }
 
-impl std::io::Read for StdinUntil<'_> {
+impl std::io::Read for ReadUntil<'_> {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.at == self.pending.len() {
             if self.flag.load(std::sync::atomic::Ordering::Relaxed) {
@@ -332,7 +342,7 @@ pub fn import_file(
 ) -> Result<(ImportStats, Summary)> {
     let reader: Box<dyn std::io::Read + '_> = if input == "-" {
         match interrupted {
-            Some(flag) => Box::new(StdinUntil::new(flag)),
+            Some(flag) => Box::new(ReadUntil::new(std::io::stdin(), flag)),
             None => Box::new(std::io::stdin().lock()),
         }
     } else {
