@@ -346,11 +346,8 @@ fn counters_leave_nothing_of_the_command_behind() {
             );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        unsafe { libc::kill(h.id() as i32, sig) };
-        let status = h.wait().unwrap();
+        let (status, err, _) = util::signal_and_wait(&mut h, sig);
         if sig == libc::SIGTERM {
-            let mut err = String::new();
-            std::io::Read::read_to_string(h.stderr.as_mut().unwrap(), &mut err).unwrap();
             assert_eq!(status.code(), Some(1), "{err}");
             assert!(err.contains("interrupted by SIGTERM"), "{err}");
         }

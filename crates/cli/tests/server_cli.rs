@@ -284,10 +284,7 @@ fn ctrl_c_and_sigterm_stop_server_and_load_and_restore_the_steering() {
         } else {
             std::thread::sleep(Duration::from_millis(30));
         }
-        unsafe { libc::kill(h.0.id() as i32, sig) };
-        let status = h.0.wait().unwrap();
-        let mut err = String::new();
-        std::io::Read::read_to_string(h.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+        let (status, err, _) = util::signal_and_wait(&mut h.0, sig);
         assert_eq!(status.code(), Some(1), "{err}");
         assert!(err.contains("interrupted by SIG"), "{err}");
         assert_nothing_left(&before, &state, rps_before);

@@ -440,16 +440,8 @@ fn import_from_a_pipe_that_never_ends_stops_on_sigint_and_sigterm_writing_nothin
         // Kept open until the end: `wait` would close it, and end of input is not the case.
         let _stdin = h.stdin.take();
         std::thread::sleep(std::time::Duration::from_millis(300));
-        unsafe { libc::kill(h.id() as i32, sig) };
-        let started = std::time::Instant::now();
-        let status = h.wait().unwrap();
-        assert!(
-            started.elapsed().as_secs() < 5,
-            "took {:?}",
-            started.elapsed()
-        );
-        let mut err = String::new();
-        std::io::Read::read_to_string(h.stderr.as_mut().unwrap(), &mut err).unwrap();
+        let (status, err, took) = util::signal_and_wait(&mut h, sig);
+        assert!(took.as_secs() < 5, "took {took:?}");
         assert_eq!(status.code(), Some(1), "{err}");
         assert!(
             err.contains("interrupted") && err.contains("no output written"),
@@ -493,17 +485,9 @@ fn record_stops_valgrind_and_the_program_on_sigterm_and_sigkill() {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
-        unsafe { libc::kill(h.id() as i32, sig) };
-        let started = std::time::Instant::now();
-        let status = h.wait().unwrap();
-        assert!(
-            started.elapsed().as_secs() < 5,
-            "took {:?}",
-            started.elapsed()
-        );
+        let (status, err, took) = util::signal_and_wait(&mut h, sig);
+        assert!(took.as_secs() < 5, "took {took:?}");
         if sig == libc::SIGTERM {
-            let mut err = String::new();
-            std::io::Read::read_to_string(h.stderr.as_mut().unwrap(), &mut err).unwrap();
             assert_eq!(status.code(), Some(1), "{err}");
             assert!(err.contains("interrupted"), "{err}");
         }

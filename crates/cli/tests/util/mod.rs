@@ -170,3 +170,21 @@ pub fn gone_within(marker: &str, limit: std::time::Duration) -> bool {
     }
     true
 }
+
+/// Sends `sig` to `child` and waits for it: its status, what it wrote to its (piped) standard
+/// error, and how long it took to end after the signal.
+pub fn signal_and_wait(
+    child: &mut Child,
+    sig: i32,
+) -> (std::process::ExitStatus, String, Duration) {
+    // SAFETY: kill(2) on our own, not yet reaped, child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let sent = Instant::now();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    let mut err = String::new();
+    if let Some(e) = child.stderr.as_mut() {
+        std::io::Read::read_to_string(e, &mut err).unwrap();
+    }
+    (status, err, took)
+}

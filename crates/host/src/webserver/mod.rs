@@ -233,7 +233,7 @@ pub fn measure(cfg: &ServerConfig, stop: &Shutdown) -> Result<ServerMeasurement>
         rps.path.display(),
         rps.original
     ));
-    let result = measure_all(cfg, stop, &mut st);
+    let result = measure_all(cfg, stop, &mut st, &rps);
     let restored = rps.restore();
     if restored.is_ok() {
         st.finish();
@@ -282,13 +282,17 @@ pub fn validate(cfg: &ServerConfig) -> Result<()> {
 
 type Measured = (Vec<PlacementRun>, Vec<(Event, EventStatus)>);
 
-fn measure_all(cfg: &ServerConfig, stop: &Shutdown, st: &mut state::StateFile) -> Result<Measured> {
+fn measure_all(
+    cfg: &ServerConfig,
+    stop: &Shutdown,
+    st: &mut state::StateFile,
+    rps: &state::FileSetting,
+) -> Result<Measured> {
     let mut runs = Vec::new();
     let mut events = Vec::new();
     for rep in 0..cfg.repetitions {
         for p in &cfg.placements {
-            let rps = st.state.settings[0].clone();
-            rps::steer(&rps, &p.softirq)?;
+            rps::steer(rps, &p.softirq)?;
             let (run, ev) = measure_placement(cfg, p, rep, stop, st)?;
             runs.push(run);
             events = ev;
@@ -324,7 +328,9 @@ fn measure_placement(
         let t0 = CpuTime::read(&cpus).map_err(|e| HostError::os("reading /proc/stat", e))?;
         let g0 = GroupTime::read(server.pid());
         let c0 = counters.totals();
+        let mut oha = 0;
         let result = load::run(&url, load, cfg.seconds, &p.client, stop, &mut |pgid| {
+            oha = pgid;
             st.add_group("oha load generator", pgid)
         })?;
         let c1 = counters.totals();
@@ -332,9 +338,7 @@ fn measure_placement(
         let t = CpuTime::read(&cpus)
             .map_err(|e| HostError::os("reading /proc/stat", e))?
             .since(&t0);
-        if let Some(g) = st.state.groups.last().map(|g| g.pgid) {
-            st.remove_group(g)?;
-        }
+        st.remove_group(oha)?;
         let n = result.responses.max(1) as f64;
         let per_request = |e: Event| {
             let at = |c: &[(Event, f64)]| c.iter().find(|(x, _)| *x == e).map(|(_, v)| *v);
