@@ -170,7 +170,9 @@ pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
         let Ok(state) = serde_json::from_str::<State>(&text) else {
             continue;
         };
-        let alive = start_time(state.harness_pid) == Some(state.harness_start_time);
+        // A writer that exited but is not reaped yet (a zombie) is as dead as a gone one.
+        let alive = start_time(state.harness_pid) == Some(state.harness_start_time)
+            && !crate::procgroup::is_zombie(state.harness_pid);
         if state.format != FORMAT || alive {
             continue;
         }
@@ -207,4 +209,47 @@ pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
         let _ = std::fs::remove_file(e.path());
     }
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writer_that_exited_unreaped_is_dead_and_its_settings_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let setting = dir.path().join("setting");
+        std::fs::write(&setting, "changed\n").unwrap();
+        // A child that has exited and that nobody has reaped: a zombie, as a SIGKILLed
+        // command is until its parent waits.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        while !crate::procgroup::is_zombie(pid) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let state = State {
+            format: FORMAT.into(),
+            harness_pid: pid,
+            harness_start_time: start_time(pid).unwrap(),
+            groups: Vec::new(),
+            settings: vec![FileSetting {
+                path: setting.clone(),
+                original: "original".into(),
+            }],
+        };
+        std::fs::write(
+            dir.path().join(format!("x-{pid}.json")),
+            serde_json::to_vec(&state).unwrap(),
+        )
+        .unwrap();
+        let done = clean_up_after_dead(dir.path());
+        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "original\n");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "state file removed"
+        );
+        child.wait().unwrap();
+    }
 }

@@ -52,7 +52,8 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
-fn is_zombie(pid: i32) -> bool {
+/// Whether `pid` has exited and waits to be reaped (or is gone).
+pub fn is_zombie(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|t| Some(t[t.rfind(')')? + 2..].starts_with('Z')))
