@@ -47,6 +47,21 @@ pub struct DeviceSpec {
     /// part once the part before the one just written has left the wire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_mbit_per_s: Option<f64>,
+    /// Which CPU of `irq_cpus` takes an interrupt.
+    #[serde(default)]
+    pub steering: Steering,
+}
+
+/// How a device's interrupts are spread over the CPUs of its IRQ affinity that are in use.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Steering {
+    /// All to the first (an IRQ's delivery to the lowest CPU of its mask).
+    #[default]
+    First,
+    /// Each connection's to one CPU, connections spread evenly (RSS, or RPS's flow hash; an
+    /// open loop's requests, which have no connection, go to the first).
+    Flow,
 }
 
 /// How an open loop's requests are spaced: Poisson arrivals, or one every 1/rate seconds
@@ -154,6 +169,11 @@ pub struct TaskSpec {
     /// over its workload's phases per request, and waits again (`run_seconds` is unused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serves: Option<String>,
+    /// The `[[clients]]` whose requests this task issues (a load generator on the same machine):
+    /// each request costs one pass over its workload's phases before it is sent, so the client's
+    /// own CPU work competes with the server's for the CPUs (`run_seconds` is unused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drives: Option<String>,
     /// Copies of this task (a server's worker processes or threads).
     #[serde(default = "default_copies")]
     pub copies: u32,
@@ -212,6 +232,7 @@ impl TaskSpec {
             trust: None,
             command: None,
             serves: None,
+            drives: None,
             copies: 1,
         }
     }
@@ -315,19 +336,23 @@ impl TaskSetSpec {
             if !(1..=4096).contains(&t.copies) {
                 return Err(format!("{} = {}: must be 1 to 4096", f("copies"), t.copies));
             }
-            if let Some(c) = &t.serves {
+            for (key, c) in [("serves", &t.serves), ("drives", &t.drives)] {
+                let Some(c) = c else { continue };
                 if !self.clients.iter().any(|k| &k.name == c) {
-                    return Err(format!(
-                        "{} = {c:?}: no [[clients]] has that name",
-                        f("serves")
-                    ));
+                    return Err(format!("{} = {c:?}: no [[clients]] has that name", f(key)));
                 }
                 if t.block.is_some() || t.fork.is_some() {
                     return Err(format!(
-                        "{}: a server task waits for requests; it cannot also block or fork",
-                        f("serves")
+                        "{}: the task waits for requests; it cannot also block or fork",
+                        f(key)
                     ));
                 }
+            }
+            if t.serves.is_some() && t.drives.is_some() {
+                return Err(format!(
+                    "{}: a task either serves clients or drives them, not both",
+                    f("drives")
+                ));
             }
         }
         self.validate_devices()?;

@@ -8,7 +8,7 @@ use smtsched_os::metrics::Metrics;
 use smtsched_os::oracle::{Occupant, Oracle, SimulatedOracle};
 use smtsched_os::policy::Naive;
 use smtsched_os::sim::{Baseline, OsSim, SimConfig};
-use smtsched_os::taskset::{ClientsSpec, DeviceSpec, TaskSetSpec, TaskSpec};
+use smtsched_os::taskset::{ClientsSpec, DeviceSpec, Steering, TaskSetSpec, TaskSpec};
 
 const CLOCK_HZ: f64 = 3.06e9;
 
@@ -24,6 +24,7 @@ fn nic(irq_cpus: &str, instructions: u64, rate_per_s: f64) -> DeviceSpec {
         irq_cpus: irq_cpus.into(),
         rate_per_s,
         link_mbit_per_s: None,
+        steering: Steering::First,
     }
 }
 
@@ -208,6 +209,74 @@ fn a_large_response_leaves_a_part_per_pass_and_waits_for_the_wire() {
     assert!(t.p999 - t.p50 < 0.01 * t.p50, "{t:?}");
 }
 
+/// Flash serving 16 connections that a load generator (a task running a pass of TUX's request
+/// work per request) drives, the server on `server_cpus` and the generator on `client_cpus`.
+fn driven_set(server_cpus: &str, client_cpus: &str) -> TaskSetSpec {
+    let mut set = server_set("flash-like", 1, clients(Some(16), None), "0");
+    set.tasks[0].cpus = Some(server_cpus.into());
+    set.tasks.push(TaskSpec {
+        drives: Some("web".into()),
+        cpus: Some(client_cpus.into()),
+        ..TaskSpec::new("tux-like")
+    });
+    set
+}
+
+#[test]
+fn a_load_generator_competes_for_the_cpus_it_shares_with_the_server() {
+    let m = xeon();
+    let set = driven_set("0", "0");
+    let o = oracle(&m, &set);
+    // Oracle workloads: flash (server), tux (load generator), the handler.
+    let server = o.pass_solo_cycles(0).unwrap();
+    let client = o.pass_solo_cycles(1).unwrap();
+    let irq = 2.4 * solo_cycles(&o, 2, 4000.0);
+    // One CPU does everything a request costs, one request after another.
+    let shared = run(&m, &o, &set, "0", 4.0).servers[0].requests_per_s;
+    let expected = CLOCK_HZ / (server + client + irq);
+    assert!(
+        (shared - expected).abs() < 0.03 * expected,
+        "{shared} req/s on one CPU, expected {expected}"
+    );
+    // On two packages (CPUs 0 and 2 of the Xeon) the slower side sets the pace.
+    let set = driven_set("0", "2");
+    let apart = run(&m, &o, &set, "0,2", 4.0).servers[0].requests_per_s;
+    let expected = CLOCK_HZ / (server + irq).max(client);
+    assert!(
+        (apart - expected).abs() < 0.03 * expected,
+        "{apart} req/s on two CPUs, expected {expected}"
+    );
+}
+
+#[test]
+fn flow_steering_spreads_connections_interrupts_over_the_cpus() {
+    let m = xeon();
+    // Interrupt work (2.4 of 40,000 instructions) outweighs the request's pass (38,500).
+    let mut set = server_set("flash-like", 2, clients(Some(32), None), "0,2");
+    set.devices[0].instructions_per_interrupt = 40_000;
+    let o = oracle(&m, &set);
+    let server = o.pass_solo_cycles(0).unwrap();
+    let irq = 2.4 * solo_cycles(&o, 1, 40_000.0);
+    assert!(irq > server);
+    // All interrupts on CPU 0: it is the bottleneck, the servers use CPU 2's spare time. (The
+    // two packages share the memory bus, so work runs a little slower than alone: below the
+    // solo bound, by less than 10%.)
+    let first = run(&m, &o, &set, "0,2", 4.0).servers[0].requests_per_s;
+    let expected = CLOCK_HZ / irq;
+    assert!(
+        first < expected && first > 0.9 * expected,
+        "{first} req/s, expected {expected}"
+    );
+    // Spread by connection, both CPUs share all the work.
+    set.devices[0].steering = Steering::Flow;
+    let flow = run(&m, &o, &set, "0,2", 4.0).servers[0].requests_per_s;
+    let expected = 2.0 * CLOCK_HZ / (irq + server);
+    assert!(
+        flow < expected && flow > 0.9 * expected,
+        "{flow} req/s, expected {expected}"
+    );
+}
+
 #[test]
 fn interrupts_go_where_their_affinity_says_and_nowhere_offline() {
     let m = xeon();
@@ -247,6 +316,18 @@ fn bad_server_sets_are_rejected_naming_the_field() {
         .validate()
         .unwrap_err()
         .starts_with("device[0].instructions_per_interrupt = 0"));
+    let mut set = driven_set("0", "0");
+    set.tasks[1].drives = Some("nobody".into());
+    assert_eq!(
+        set.validate().unwrap_err(),
+        "task[1].drives = \"nobody\": no [[clients]] has that name"
+    );
+    let mut set = driven_set("0", "0");
+    set.tasks[0].drives = Some("web".into());
+    assert!(set
+        .validate()
+        .unwrap_err()
+        .starts_with("task[0].drives: a task either serves"));
     let mut set = server_set("flash-like", 1, clients(Some(8), None), "0");
     set.clients[0].passes_per_request = 0;
     assert!(set

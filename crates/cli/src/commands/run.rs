@@ -240,8 +240,12 @@ pub fn run(a: RunArgs) -> Result<()> {
         results[0].wall_seconds * (rayon::current_num_threads() as f64).min(sims) / sims,
         rayon::current_num_threads()
     ))?;
-    // Server tasks complete requests, not runs: their PRs would be empty columns.
-    let plain_tasks = set.tasks.iter().any(|t| t.serves.is_none());
+    // Server and load-generator tasks complete requests, not runs: their PRs would be empty
+    // columns.
+    let plain_tasks = set
+        .tasks
+        .iter()
+        .any(|t| t.serves.is_none() && t.drives.is_none());
     if plain_tasks {
         out(&policy_table(&results))?;
         out("\n")?;

@@ -14,7 +14,7 @@ use super::{OsSim, State};
 use crate::metrics::ServerStats;
 use crate::oracle::Occupant;
 use crate::policy::TaskId;
-use crate::taskset::{Arrivals, ClientsSpec, DeviceSpec, TaskSetSpec};
+use crate::taskset::{Arrivals, ClientsSpec, DeviceSpec, Steering, TaskSetSpec};
 use smtsched_model::CpuSet;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -32,6 +32,8 @@ pub(super) struct Request {
     /// When its first part, and its latest, leave the wire (cycles).
     first_byte: f64,
     last_left: f64,
+    /// The load generator's pass that issues it is still to run or running.
+    issuing: bool,
 }
 
 /// Interrupt work queued on a CPU: `cycles_left` of the device handler's solo time, then the
@@ -46,8 +48,9 @@ pub(super) struct IrqWork {
 /// A device as the simulation routes it.
 #[derive(Clone, Debug)]
 struct Device {
-    /// The CPU its interrupts go to.
-    cpu: usize,
+    /// The CPUs its interrupts go to: the first of its IRQ affinity in use, or (flow steering)
+    /// all of them in use.
+    cpus: Vec<usize>,
     /// Solo cycles of one interrupt (handler and softirq).
     interrupt_cycles: f64,
     /// Mean cycles between stream interrupts (infinite: none).
@@ -68,6 +71,12 @@ struct Clients {
     idle_servers: VecDeque<TaskId>,
     /// Solo cycles of one request's pass over the server workload's phases.
     request_cycles: f64,
+    /// Requests waiting for a load-generator task to issue them, the tasks waiting for one,
+    /// and the solo cycles of its pass (`None`: no task drives these clients; requests go out
+    /// when due).
+    to_issue: VecDeque<Request>,
+    idle_drivers: VecDeque<TaskId>,
+    issue_cycles: Option<f64>,
     /// Response times (to the last byte, and to the first) of requests sent in the window, and
     /// every response completed in it.
     latencies_cycles: Vec<f64>,
@@ -91,21 +100,27 @@ pub(super) struct KernelWork {
     irq_cycles: f64,
 }
 
-/// Where the device's interrupts go: the first CPU of its IRQ affinity that is in use.
-fn irq_cpu(d: &DeviceSpec, i: usize, online: &[bool]) -> Result<usize, String> {
+/// Where the device's interrupts go: the CPUs of its IRQ affinity that are in use, only the
+/// first of them unless its steering spreads flows.
+fn irq_cpus(d: &DeviceSpec, i: usize, online: &[bool]) -> Result<Vec<usize>, String> {
     let set = CpuSet::parse(&d.irq_cpus)
         .map_err(|e| format!("device[{i}].irq_cpus = {:?}: {e}", d.irq_cpus))?;
-    let first = set
+    let mut cpus: Vec<usize> = set
         .iter()
         .map(|c| c as usize)
-        .find(|&c| online.get(c).copied().unwrap_or(false));
-    first.ok_or_else(|| {
-        format!(
+        .filter(|&c| online.get(c).copied().unwrap_or(false))
+        .collect();
+    if cpus.is_empty() {
+        return Err(format!(
             "device[{i}].irq_cpus = {:?}: none of these CPUs is in use, so its interrupts \
-                 would go nowhere",
+             would go nowhere",
             d.irq_cpus
-        )
-    })
+        ));
+    }
+    if d.steering == Steering::First {
+        cpus.truncate(1);
+    }
+    Ok(cpus)
 }
 
 impl KernelWork {
@@ -124,7 +139,7 @@ impl KernelWork {
         for (i, d) in set.devices.iter().enumerate() {
             let ipc = solo_ipc(n_tasks + i as u32);
             devices.push(Device {
-                cpu: irq_cpu(d, i, online)?,
+                cpus: irq_cpus(d, i, online)?,
                 interrupt_cycles: d.instructions_per_interrupt as f64 / ipc,
                 stream_gap: if d.rate_per_s > 0.0 {
                     clock_hz / d.rate_per_s
@@ -150,6 +165,20 @@ impl KernelWork {
                     c.name
                 )
             })?;
+            let driver = set
+                .tasks
+                .iter()
+                .position(|t| t.drives.as_deref() == Some(c.name.as_str()));
+            let issue_cycles = match driver {
+                Some(t) => Some(pass_cycles(t).ok_or_else(|| {
+                    format!(
+                        "clients {:?}: load-generator tasks need an oracle that knows the \
+                         workload's instructions (--oracle simulated)",
+                        c.name
+                    )
+                })?),
+                None => None,
+            };
             clients.push(Clients {
                 spec: c.clone(),
                 device: set
@@ -160,6 +189,9 @@ impl KernelWork {
                 queue: VecDeque::new(),
                 idle_servers: VecDeque::new(),
                 request_cycles,
+                to_issue: VecDeque::new(),
+                idle_drivers: VecDeque::new(),
+                issue_cycles,
                 latencies_cycles: Vec::new(),
                 first_byte_cycles: Vec::new(),
                 completed: 0,
@@ -252,12 +284,17 @@ impl OsSim<'_> {
         }
         for t in 0..self.tasks.len() {
             let bench = self.tasks[t].bench;
-            if let Some(c) = self.server_clients(bench) {
-                self.tasks[t].state = State::Blocked {
-                    until: f64::INFINITY,
-                };
-                self.kernel.clients[c].idle_servers.push_back(t);
-            }
+            let idle = if let Some(c) = self.server_clients(bench) {
+                &mut self.kernel.clients[c].idle_servers
+            } else if let Some(c) = self.driver_clients(bench) {
+                &mut self.kernel.clients[c].idle_drivers
+            } else {
+                continue;
+            };
+            idle.push_back(t);
+            self.tasks[t].state = State::Blocked {
+                until: f64::INFINITY,
+            };
         }
     }
 
@@ -281,19 +318,25 @@ impl OsSim<'_> {
         self.kernel.clients.iter().position(|c| c.spec.name == name)
     }
 
+    /// The client group a benchmark's tasks issue requests for (a load generator).
+    fn driver_clients(&self, bench: usize) -> Option<usize> {
+        let name = self.specs[bench].drives.as_deref()?;
+        self.kernel.clients.iter().position(|c| c.spec.name == name)
+    }
+
     /// Sends, stream interrupts and finished interrupt work due by now.
     pub(super) fn kernel_events(&mut self) {
         const EPS: f64 = 1e-3;
         while self.kernel.next_send() <= self.now + 1e-6 {
             let Reverse((_, c, conn)) = self.kernel.sends.pop().expect("peeked");
-            self.send(c, conn);
+            self.request_due(c, conn);
         }
         for d in 0..self.kernel.devices.len() {
             while self.kernel.devices[d].next_stream <= self.now + 1e-6 {
                 let gap = self.exponential(self.kernel.devices[d].stream_gap);
                 self.kernel.devices[d].next_stream += gap;
                 let cycles = self.kernel.devices[d].interrupt_cycles;
-                self.raise(d, cycles, None);
+                self.raise(d, cycles, None, None);
             }
         }
         for c in 0..self.cpus.len() {
@@ -304,21 +347,23 @@ impl OsSim<'_> {
                 let w = self.kernel.irq[c].pop_front().expect("non-empty");
                 self.rates_valid = false;
                 if let Some(r) = w.deliver {
-                    self.deliver(r);
+                    self.hand_over(r);
                 }
             }
         }
     }
 
-    /// Queues `cycles` of device `d`'s interrupt work on its CPU, carrying `deliver`.
-    fn raise(&mut self, d: usize, cycles: f64, deliver: Option<Request>) {
+    /// Queues `cycles` of device `d`'s interrupt work on its CPU for `connection`, carrying
+    /// `deliver`.
+    fn raise(&mut self, d: usize, cycles: f64, connection: Option<u32>, deliver: Option<Request>) {
         if cycles <= 0.0 {
             if let Some(r) = deliver {
-                self.deliver(r);
+                self.hand_over(r);
             }
             return;
         }
-        let cpu = self.kernel.devices[d].cpu;
+        let cpus = &self.kernel.devices[d].cpus;
+        let cpu = cpus[connection.map_or(0, |c| c as usize % cpus.len())];
         self.kernel.irq[cpu].push_back(IrqWork {
             device: d,
             cycles_left: cycles,
@@ -327,11 +372,10 @@ impl OsSim<'_> {
         self.rates_valid = false;
     }
 
-    /// A client sends a request: it reaches the server after the receive-side interrupt work.
-    fn send(&mut self, c: usize, connection: u32) {
+    /// A client's request is due (a connection's next, or an open loop's arrival): a
+    /// load-generator task issues it, or it is sent at once.
+    fn request_due(&mut self, c: usize, connection: u32) {
         let cl = &self.kernel.clients[c];
-        let d = cl.device;
-        let rx = cl.spec.rx_interrupts_per_request * self.kernel.devices[d].interrupt_cycles;
         let request = Request {
             clients: c,
             sent: self.now,
@@ -339,30 +383,89 @@ impl OsSim<'_> {
             passes_left: cl.spec.passes_per_request,
             first_byte: f64::NAN,
             last_left: 0.0,
+            issuing: cl.issue_cycles.is_some(),
         };
         if connection == u32::MAX {
             let gap = self.open_loop_gap(c);
             self.kernel.push_send(self.now + gap, c, u32::MAX);
         }
-        self.raise(d, rx, Some(request));
+        if request.issuing {
+            self.hand_over(request);
+        } else {
+            self.send(request);
+        }
     }
 
-    /// A request reaches its server: an idle server task takes it, or it waits in the queue.
-    fn deliver(&mut self, r: Request) {
-        match self.kernel.clients[r.clients].idle_servers.pop_front() {
+    /// The request goes out: it reaches the server after the receive-side interrupt work.
+    fn send(&mut self, r: Request) {
+        let cl = &self.kernel.clients[r.clients];
+        let d = cl.device;
+        let rx = cl.spec.rx_interrupts_per_request * self.kernel.devices[d].interrupt_cycles;
+        self.raise(d, rx, r.connection, Some(r));
+    }
+
+    /// `r` goes to the next task it needs (its load generator while `issuing`, else its
+    /// server): an idle one takes it, or it waits in that task kind's queue.
+    fn hand_over(&mut self, r: Request) {
+        let cl = &mut self.kernel.clients[r.clients];
+        let (idle, queue) = if r.issuing {
+            (&mut cl.idle_drivers, &mut cl.to_issue)
+        } else {
+            (&mut cl.idle_servers, &mut cl.queue)
+        };
+        match idle.pop_front() {
             Some(t) => {
                 self.begin_request(t, r);
                 self.become_runnable(t);
             }
-            None => self.kernel.clients[r.clients].queue.push_back(r),
+            None => queue.push_back(r),
         }
     }
 
-    /// Server task `t` starts on request `r`: one pass over its workload's phases.
+    /// Task `t` starts on request `r`: one pass over its workload's phases.
     fn begin_request(&mut self, t: TaskId, r: Request) {
         self.tasks[t].serving = Some(r);
         self.tasks[t].run_started = self.now;
-        self.restart_pass(t, r.clients);
+        self.restart_pass(t, &r);
+    }
+
+    /// Load-generator task `t` on `cpu` has issued request `r`: it is sent, and the task takes
+    /// the next request to issue or waits.
+    fn end_of_issue(&mut self, t: TaskId, cpu: usize, mut r: Request) {
+        r.issuing = false;
+        self.send(r);
+        let c = r.clients;
+        let next = self.kernel.clients[c].to_issue.pop_front();
+        self.next_or_wait(t, cpu, next, true);
+    }
+
+    /// Task `t` on `cpu` takes `next`, or waits among its client group's idle servers
+    /// (`driver`: load generators).
+    fn next_or_wait(&mut self, t: TaskId, cpu: usize, next: Option<Request>, driver: bool) {
+        if let Some(next) = next {
+            return self.begin_request(t, next);
+        }
+        let c = self.tasks[t].bench;
+        let c = if driver {
+            self.driver_clients(c)
+        } else {
+            self.server_clients(c)
+        }
+        .expect("a server or load-generator task");
+        self.tasks[t].run_left = f64::INFINITY;
+        self.leave_runnable(
+            t,
+            State::Blocked {
+                until: f64::INFINITY,
+            },
+        );
+        let cl = &mut self.kernel.clients[c];
+        if driver {
+            cl.idle_drivers.push_back(t);
+        } else {
+            cl.idle_servers.push_back(t);
+        }
+        self.cpus[cpu].need_resched = true;
     }
 
     /// Server task `t` on `cpu` has finished a pass over its request: that part of the response
@@ -373,6 +476,9 @@ impl OsSim<'_> {
             .serving
             .take()
             .expect("a server task serves a request");
+        if r.issuing {
+            return self.end_of_issue(t, cpu, r);
+        }
         let c = r.clients;
         let spec = &self.kernel.clients[c].spec;
         let (d, passes) = (self.kernel.clients[c].device, spec.passes_per_request);
@@ -380,7 +486,7 @@ impl OsSim<'_> {
         let tx = spec.tx_interrupts_per_request / passes as f64
             * self.kernel.devices[d].interrupt_cycles;
         let think_ms = spec.think_ms;
-        self.raise(d, tx, None);
+        self.raise(d, tx, r.connection, None);
         let left_wire = self.transmit(d, part_bytes);
         let previous_left = r.last_left;
         r.last_left = left_wire;
@@ -390,7 +496,7 @@ impl OsSim<'_> {
         }
         if r.passes_left > 0 {
             self.tasks[t].serving = Some(r);
-            self.restart_pass(t, c);
+            self.restart_pass(t, &r);
             // The socket's send buffer holds two parts: the next write waits until the part
             // before this one has left the wire.
             if previous_left > self.now {
@@ -413,20 +519,8 @@ impl OsSim<'_> {
             };
             self.kernel.push_send(left_wire + think, c, conn);
         }
-        match self.kernel.clients[c].queue.pop_front() {
-            Some(next) => self.begin_request(t, next),
-            None => {
-                self.tasks[t].run_left = f64::INFINITY;
-                self.leave_runnable(
-                    t,
-                    State::Blocked {
-                        until: f64::INFINITY,
-                    },
-                );
-                self.kernel.clients[c].idle_servers.push_back(t);
-                self.cpus[cpu].need_resched = true;
-            }
-        }
+        let next = self.kernel.clients[c].queue.pop_front();
+        self.next_or_wait(t, cpu, next, false);
     }
 
     /// `bytes` leave on device `d`'s wire after what is queued there: when the last leaves.
@@ -441,11 +535,16 @@ impl OsSim<'_> {
         }
     }
 
-    /// Server task `t` goes on to the next pass of the request it serves.
-    fn restart_pass(&mut self, t: TaskId, c: usize) {
+    /// Task `t` goes on to the next pass over `r` (issuing it, or serving it).
+    fn restart_pass(&mut self, t: TaskId, r: &Request) {
         let bench = self.tasks[t].bench;
+        let cl = &self.kernel.clients[r.clients];
+        let cycles = match (r.issuing, cl.issue_cycles) {
+            (true, Some(issue)) => issue,
+            _ => cl.request_cycles,
+        };
         let task = &mut self.tasks[t];
-        task.run_left = self.kernel.clients[c].request_cycles;
+        task.run_left = cycles;
         task.phase = 0;
         task.phase_left = self.phase_cycles[bench][0];
         self.rates_valid = false;
