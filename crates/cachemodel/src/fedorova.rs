@@ -542,6 +542,7 @@ impl Mix {
             groups: Vec::new(),
             devices: Vec::new(),
             clients: Vec::new(),
+            profiles: Vec::new(),
         }
     }
 }

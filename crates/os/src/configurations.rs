@@ -11,11 +11,12 @@ use crate::sim::{Baseline, OsSim, SimConfig};
 use crate::taskset::{TaskSetSpec, TaskSpec};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use smtsched_model::{load_machine, load_workload, CpuSet, KernelBuild, MachineModel, Override};
+use smtsched_model::{load_machine, CpuSet, KernelBuild, MachineModel, Override};
+use std::collections::BTreeMap;
 
 /// Instructions per oracle sample: warm-up, then measured.
-const ORACLE_WARMUP: u64 = 1_000_000;
-const ORACLE_MEASURE: u64 = 2_000_000;
+pub const ORACLE_WARMUP: u64 = 1_000_000;
+pub const ORACLE_MEASURE: u64 = 2_000_000;
 
 /// One configuration: which machine, which CPUs the OS uses, the kernel build, where interrupts
 /// go and how many copies of the first task run.
@@ -40,6 +41,10 @@ pub struct Configuration {
     /// Copies of the first task (default: the set's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copies: Option<u32>,
+    /// Logical CPUs of named tasks, over `app_cpus` (a load generator kept off the server's
+    /// CPUs).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_cpus: BTreeMap<String, String>,
 }
 
 /// A variant of the set: another workload or number of copies of its first task, or other
@@ -265,6 +270,15 @@ pub fn validate(spec: &ConfigurationsSpec, set: &TaskSetSpec) -> Result<(), Stri
                 CpuSet::parse(list).map_err(|e| format!("config[{i}].{k} = {list:?}: {e}"))?;
             }
         }
+        for (task, list) in &c.task_cpus {
+            if !set.tasks.iter().any(|t| &t.display_name() == task) {
+                return Err(format!(
+                    "config[{i}].task_cpus.{task}: the task set has no task of that name"
+                ));
+            }
+            CpuSet::parse(list)
+                .map_err(|e| format!("config[{i}].task_cpus.{task} = {list:?}: {e}"))?;
+        }
         if c.irq_cpus.is_some() && set.devices.is_empty() {
             return Err(format!(
                 "config[{i}].irq_cpus: the task set has no [[device]]"
@@ -340,8 +354,8 @@ fn configured(set: &TaskSetSpec, c: &Configuration, v: Option<&Variant>) -> Task
     if let Some(n) = c.copies {
         first.copies = n;
     }
-    if let Some(a) = &c.app_cpus {
-        for t in &mut s.tasks {
+    for t in &mut s.tasks {
+        if let Some(a) = c.task_cpus.get(&t.display_name()).or(c.app_cpus.as_ref()) {
             t.cpus = Some(a.clone());
         }
     }
@@ -451,12 +465,13 @@ fn run_group(
     let first = &jobs[0].config.name;
     let at = |e: String| format!("config {first:?}: {e}");
     let m = load_machine(&key.machine, common.overrides).map_err(|e| at(e.to_string()))?;
-    let profiles = key
-        .workloads
+    let profiles = jobs[0]
+        .set
+        .oracle_profiles()
+        .map_err(|e| at(e.to_string()))?
         .iter()
-        .map(|w| load_workload(w, &[]).map(|p| p.built_for(key.kernel)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| at(e.to_string()))?;
+        .map(|p| p.built_for(key.kernel))
+        .collect();
     let oracle = SimulatedOracle::new(
         m.clone(),
         profiles,

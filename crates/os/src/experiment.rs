@@ -341,6 +341,9 @@ pub struct Experiment {
     pub devices: Vec<crate::taskset::DeviceSpec>,
     #[serde(default)]
     pub clients: Vec<crate::taskset::ClientsSpec>,
+    /// Workload profiles of the experiment's own (see `TaskSetSpec::profiles`).
+    #[serde(default, rename = "profile", skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<smtsched_model::WorkloadProfile>,
     /// The configurations, variants, metrics and claims of kind = "configurations".
     #[serde(default)]
     pub configurations: crate::configurations::ConfigurationsSpec,
@@ -426,6 +429,7 @@ impl Experiment {
             groups: self.groups.clone(),
             devices: self.devices.clone(),
             clients: self.clients.clone(),
+            profiles: self.profiles.clone(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! as data (TOML), like machines and workloads.
 
 use serde::{Deserialize, Serialize};
-use smtsched_model::CpuSet;
+use smtsched_model::{load_workload, CpuSet, ModelError, Origin, WorkloadProfile};
 
 /// A set of tasks to schedule, as `experiments/*.toml` and `smtsched run --tasks FILE` give it.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -21,6 +21,10 @@ pub struct TaskSetSpec {
     /// Clients that send requests to the tasks that `serve` them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<ClientsSpec>,
+    /// Workload profiles of the set's own (a workload file's fields), found by name before the
+    /// presets and files: a measured server's profile travels in one file with its set.
+    #[serde(default, rename = "profile", skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<WorkloadProfile>,
 }
 
 /// A device whose interrupts (the handler and its softirq) run as kernel work on the CPU its IRQ
@@ -356,6 +360,7 @@ impl TaskSetSpec {
             }
         }
         self.validate_devices()?;
+        self.validate_profiles()?;
         self.validate_clients()
     }
 
@@ -487,6 +492,37 @@ impl TaskSetSpec {
         Ok(())
     }
 
+    /// The profile of workload `name`: the set's own `[[profile]]` of that name, else a preset
+    /// or file.
+    pub fn workload_profile(&self, name: &str) -> Result<WorkloadProfile, ModelError> {
+        match self.profiles.iter().find(|p| p.name == name) {
+            Some(p) => Ok(p.clone()),
+            None => load_workload(name, &[]),
+        }
+    }
+
+    /// The profiles of [`Self::oracle_workloads`], in its order.
+    pub fn oracle_profiles(&self) -> Result<Vec<WorkloadProfile>, ModelError> {
+        self.oracle_workloads()
+            .iter()
+            .map(|w| self.workload_profile(w))
+            .collect()
+    }
+
+    fn validate_profiles(&self) -> Result<(), String> {
+        for (i, p) in self.profiles.iter().enumerate() {
+            if self.profiles[..i].iter().any(|q| q.name == p.name) {
+                return Err(format!(
+                    "profile[{i}].name = {:?}: profile names must be distinct",
+                    p.name
+                ));
+            }
+            p.validate(&Origin::Inline(format!("profile[{i}] ({})", p.name)))
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
     /// The workloads of the oracle a simulation of this set uses: every task's, then every
     /// device's handler.
     pub fn oracle_workloads(&self) -> Vec<String> {
@@ -504,6 +540,7 @@ impl TaskSetSpec {
             groups: Vec::new(),
             devices: Vec::new(),
             clients: Vec::new(),
+            profiles: Vec::new(),
         }
     }
 }

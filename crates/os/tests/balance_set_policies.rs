@@ -28,6 +28,7 @@ fn tasks(n: usize) -> TaskSetSpec {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     }
 }
 

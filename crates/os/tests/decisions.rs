@@ -30,6 +30,7 @@ fn set(names: &[&str]) -> TaskSetSpec {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     }
 }
 

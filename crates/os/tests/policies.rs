@@ -107,6 +107,7 @@ fn time_slices_follow_nice_to_ticks() {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     };
     let r = run(
         &m,
@@ -147,6 +148,7 @@ fn basic_never_leaves_a_package_idle_while_two_tasks_share_the_other() {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     };
     for t in &mut set.tasks {
         t.block = Some(BlockSpec {
@@ -181,6 +183,7 @@ fn fair_gives_a_task_that_suffers_more_cpu_time() {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     };
     let share = |policy| {
         let r = run(
@@ -227,6 +230,7 @@ fn optimal_is_never_beaten_on_small_sets() {
             groups: Vec::new(),
             devices: Vec::new(),
             clients: Vec::new(),
+            profiles: Vec::new(),
         };
         let best = run(
             &m,
@@ -271,6 +275,7 @@ fn identical_seeds_give_identical_timelines() {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     };
     set.tasks[1].block = Some(BlockSpec {
         run_ms: 30.0,
@@ -298,6 +303,7 @@ fn estimating_every_tick_costs_what_it_is_told() {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     };
     let speedup = |cost| {
         let mut c = config(Baseline::Linux24, 300.0, "0,2", 1);
@@ -331,6 +337,7 @@ fn a_forking_family_alone_runs_at_full_speed_and_counts_its_runs() {
         groups: Vec::new(),
         devices: Vec::new(),
         clients: Vec::new(),
+        profiles: Vec::new(),
     };
     let r = run(
         &m,

@@ -54,6 +54,7 @@ fn server_set(server: &str, copies: u32, c: ClientsSpec, irq_cpus: &str) -> Task
         groups: Vec::new(),
         devices: vec![nic(irq_cpus, 4000, 0.0)],
         clients: vec![c],
+        profiles: Vec::new(),
     }
 }
 
@@ -94,6 +95,7 @@ fn a_stream_of_interrupts_takes_its_handlers_time_from_the_task_on_that_cpu() {
         groups: Vec::new(),
         devices: vec![nic("0", 20_000, 5000.0)],
         clients: Vec::new(),
+        profiles: Vec::new(),
     };
     let o = oracle(&m, &set);
     let r = run(&m, &o, &set, "0", 8.0);

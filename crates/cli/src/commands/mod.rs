@@ -11,6 +11,7 @@ mod reproduce;
 mod run;
 mod sched;
 mod server;
+mod server_profile;
 mod solo;
 pub mod trace;
 pub mod train;

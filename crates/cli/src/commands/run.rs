@@ -5,7 +5,7 @@ use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::KernelBuild;
-use smtsched_model::{expand_workload_list, load_workload, CpuSet, PrMatrix, WorkloadProfile};
+use smtsched_model::{expand_workload_list, CpuSet, PrMatrix, WorkloadProfile};
 use smtsched_os::experiment::{
     perfetto_of, policy_table, server_table, simulate, task_table, timeline_svg_of,
 };
@@ -85,10 +85,10 @@ pub fn oracle(
         )));
     }
     let profiles: Vec<WorkloadProfile> = set
-        .oracle_workloads()
+        .oracle_profiles()?
         .iter()
-        .map(|w| load_workload(w, &[]).map(|p| p.built_for(build)))
-        .collect::<Result<_, _>>()?;
+        .map(|p| p.built_for(build))
+        .collect();
     Ok(Box::new(SimulatedOracle::new(
         m.clone(),
         profiles,

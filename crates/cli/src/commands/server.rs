@@ -1,6 +1,6 @@
 //! `measure server`: arguments and output; the work is in `smtsched_host::webserver`.
 
-use super::{json_out, out, write_file};
+use super::{json_out, out, server_profile, write_file};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
@@ -70,11 +70,33 @@ pub struct ServerArgs {
     /// Write an SVG of throughput and p99 latency per placement.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write the measurement as a server profile: an experiment file in which the simulator
+    /// runs this server, its load generator and softirq in every measured placement on
+    /// --profile-machine, with the measured throughput ratios as claims
+    /// (`smtsched reproduce FILE`). Needs a placement that keeps the server and the load
+    /// generator apart (the table's UP).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// The machine model the profile's experiment simulates (a preset or file; the measured
+    /// CPUs map onto its first cores).
+    #[arg(long, value_name = "MACHINE", default_value = "smt2-modern")]
+    pub profile_machine: String,
 }
 
 pub fn server(a: ServerArgs) -> Result<()> {
     let cfg = config(&a)?;
     webserver::validate(&cfg)?;
+    if a.profile.is_some() {
+        smtsched_model::load_machine(&a.profile_machine, &[])
+            .map_err(|e| bad_input(format!("--profile-machine: {e}")))?;
+        if server_profile::base_placement(&cfg.placements).is_none() {
+            return Err(bad_input(
+                "-o: no placement keeps the server and the load generator on different CPUs \
+                 (with the softirq on theirs), so their CPU time cannot be told apart; add \
+                 one, e.g. -p table",
+            ));
+        }
+    }
     let stop = Shutdown::install().context("installing signal handlers")?;
     eprintln!(
         "measuring {} on {} placement(s) x {} repetition(s), {} s per load run",
@@ -89,6 +111,13 @@ pub fn server(a: ServerArgs) -> Result<()> {
     }
     if let Some(p) = &a.csv {
         write_file(p, csv(&m).as_bytes())?;
+    }
+    if let Some(p) = &a.profile {
+        let topo = Topology::from_sysfs(&a.sysfs_root)?;
+        let first = cfg.placements[0].all_cpus().iter().min().unwrap_or(0);
+        let sibling = topo.siblings_of(first).iter().find(|&s| s != first);
+        let text = server_profile::experiment_toml(&m, &a.profile_machine, sibling, a.connections)?;
+        write_file(p, text.as_bytes())?;
     }
     if let Some(p) = &a.svg {
         let title = format!(

@@ -7,6 +7,7 @@ use crate::perf::{CounterSet, Event, EventStatus, Target};
 use crate::procgroup::{group_members, proc_stat_field};
 use serde::Serialize;
 use smtsched_model::CpuSet;
+use std::collections::BTreeMap;
 
 /// Seconds per clock tick of `/proc` times.
 fn tick_s() -> f64 {
@@ -27,8 +28,15 @@ pub struct CpuTime {
 impl CpuTime {
     /// The sum over `cpus` of `/proc/stat`'s `cpuN` lines.
     pub fn read(cpus: &CpuSet) -> std::io::Result<CpuTime> {
+        Ok(Self::read_each(cpus)?
+            .values()
+            .fold(CpuTime::default(), |a, b| a.plus(b)))
+    }
+
+    /// `/proc/stat`'s `cpuN` line of each CPU of `cpus`.
+    pub fn read_each(cpus: &CpuSet) -> std::io::Result<BTreeMap<u32, CpuTime>> {
         let text = std::fs::read_to_string("/proc/stat")?;
-        let mut t = CpuTime::default();
+        let mut each = BTreeMap::new();
         let tick = tick_s();
         for line in text.lines() {
             let mut f = line.split_whitespace();
@@ -46,13 +54,28 @@ impl CpuTime {
                 continue;
             }
             // user nice system idle iowait irq softirq [steal guest guest_nice]
-            t.user_s += v[0] + v[1];
-            t.system_s += v[2];
-            t.idle_s += v[3] + v[4];
-            t.irq_s += v[5];
-            t.softirq_s += v[6];
+            each.insert(
+                cpu,
+                CpuTime {
+                    user_s: v[0] + v[1],
+                    system_s: v[2],
+                    idle_s: v[3] + v[4],
+                    irq_s: v[5],
+                    softirq_s: v[6],
+                },
+            );
         }
-        Ok(t)
+        Ok(each)
+    }
+
+    pub fn plus(&self, e: &CpuTime) -> CpuTime {
+        CpuTime {
+            user_s: self.user_s + e.user_s,
+            system_s: self.system_s + e.system_s,
+            irq_s: self.irq_s + e.irq_s,
+            softirq_s: self.softirq_s + e.softirq_s,
+            idle_s: self.idle_s + e.idle_s,
+        }
     }
 
     pub fn since(&self, e: &CpuTime) -> CpuTime {

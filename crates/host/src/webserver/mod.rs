@@ -7,6 +7,7 @@
 pub mod account;
 pub mod httpd;
 pub mod load;
+pub mod roles;
 pub mod rps;
 
 use crate::error::{HostError, Result};
@@ -18,6 +19,7 @@ use httpd::{Httpd, HttpdConfig, ServerKind};
 use load::{Load, LoadResult};
 use serde::Serialize;
 use smtsched_model::CpuSet;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Where each role runs.
@@ -188,6 +190,18 @@ pub struct PerRequest {
     pub syscalls: Option<f64>,
     /// Hardware events of the server processes per response, where a PMU counts them.
     pub hardware: std::collections::BTreeMap<Event, f64>,
+    /// Each CPU of the placement's time per response (everything on it, µs): what a server
+    /// profile divides among the roles.
+    pub cpus: std::collections::BTreeMap<u32, CpuUse>,
+}
+
+/// One CPU's time per response, µs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CpuUse {
+    pub user_us: f64,
+    pub system_us: f64,
+    /// Softirq and hard-irq time.
+    pub softirq_us: f64,
 }
 
 /// One load run.
@@ -325,7 +339,8 @@ fn measure_placement(
     let mut points: Vec<Point> = Vec::new();
     let mut run_point = |label: &str, load: Load, st: &mut state::StateFile| -> Result<Point> {
         let cpus = p.all_cpus();
-        let t0 = CpuTime::read(&cpus).map_err(|e| HostError::os("reading /proc/stat", e))?;
+        let read = || CpuTime::read_each(&cpus).map_err(|e| HostError::os("reading /proc/stat", e));
+        let each0 = read()?;
         let g0 = GroupTime::read(server.pid());
         let c0 = counters.totals();
         let mut oha = 0;
@@ -335,9 +350,11 @@ fn measure_placement(
         })?;
         let c1 = counters.totals();
         let g = GroupTime::read(server.pid()).since(&g0);
-        let t = CpuTime::read(&cpus)
-            .map_err(|e| HostError::os("reading /proc/stat", e))?
-            .since(&t0);
+        let each: BTreeMap<u32, CpuTime> = read()?
+            .iter()
+            .filter_map(|(c, t)| Some((*c, t.since(each0.get(c)?))))
+            .collect();
+        let t = each.values().fold(CpuTime::default(), |a, b| a.plus(b));
         st.remove_group(oha)?;
         let n = result.responses.max(1) as f64;
         let per_request = |e: Event| {
@@ -362,6 +379,18 @@ fn measure_placement(
                 context_switches: g.context_switches as f64 / n,
                 syscalls,
                 hardware,
+                cpus: each
+                    .iter()
+                    .map(|(c, t)| {
+                        let us = |s: f64| s / n * 1e6;
+                        let u = CpuUse {
+                            user_us: us(t.user_s),
+                            system_us: us(t.system_s),
+                            softirq_us: us(t.softirq_s + t.irq_s),
+                        };
+                        (*c, u)
+                    })
+                    .collect(),
             },
             result,
         })
