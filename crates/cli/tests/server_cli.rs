@@ -363,6 +363,14 @@ fn bad_input_is_refused_in_one_line_before_anything_starts() {
             vec!["CPU 99", "not online"],
         ),
         (vec!["--cpus", "0,99"], vec!["--cpus", "CPU 99"]),
+        (
+            vec!["-o", "p.toml", "-p", "x:server=0-1,softirq=0-1,client=0-1"],
+            vec!["-o:", "cannot be told apart"],
+        ),
+        (
+            vec!["-o", "p.toml", "--profile-machine", "no-such-machine"],
+            vec!["--profile-machine", "no-such-machine"],
+        ),
     ];
     for (extra, needles) in cases {
         let mut args = vec!["measure", "server", "--seconds", "1", "--state-dir"];
@@ -371,5 +379,78 @@ fn bad_input_is_refused_in_one_line_before_anything_starts() {
         let o = smtsched(dir.path(), &args);
         assert_bad_input(&o, &needles);
         assert_nothing_left(&before, &state, rps_before);
+        assert!(!dir.path().join("p.toml").exists());
     }
+}
+
+#[test]
+fn a_server_profile_runs_the_measured_placements_in_the_simulator() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let before = running(CHILDREN);
+    let rps_before = rps();
+    let args = [
+        "measure",
+        "server",
+        "-p",
+        "table",
+        "--seconds",
+        "1",
+        "--repetitions",
+        "1",
+        "-c",
+        "16",
+        "-o",
+        "prof.toml",
+        "--json",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    let m = json(&smtsched(dir.path(), &args));
+    assert_nothing_left(&before, &state, rps_before);
+    let text = std::fs::read_to_string(dir.path().join("prof.toml")).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    let configs = doc["configurations"]["config"].as_array().unwrap();
+    let names: Vec<&str> = configs
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["UP", "1xHTP", "1x2"]);
+    // UP on this machine's two CPUs: the server and the softirq on the model's first core,
+    // the load generator on another (this machine has no SMT siblings: smt2-modern's CPU 1 is
+    // core 1).
+    assert_eq!(configs[0]["task_cpus"]["nginx"].as_str(), Some("0"));
+    assert_eq!(configs[0]["task_cpus"]["oha"].as_str(), Some("1"));
+    assert_eq!(configs[0]["irq_cpus"].as_str(), Some("0"));
+    assert_eq!(configs[2]["task_cpus"]["nginx"].as_str(), Some("0,1"));
+    // One claim per placement against UP, centred on the measured ratio.
+    let sat = |i: usize| {
+        m["runs"][i]["points"][0]["result"]["requests_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    let claims = doc["configurations"]["claim"].as_array().unwrap();
+    assert_eq!(claims.len(), 2);
+    let within = claims[1]["within"].as_array().unwrap();
+    let mid = (within[0].as_float().unwrap() + within[1].as_float().unwrap()) / 2.0;
+    assert!((mid - sat(2) / sat(0)).abs() < 1e-9 * mid, "{mid}");
+    // The simulator runs it.
+    let o = smtsched(
+        dir.path(),
+        &[
+            "reproduce",
+            "prof.toml",
+            "--repetitions",
+            "1",
+            "--duration",
+            "1.5",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("requests/s") && out.contains("1x2 serves"),
+        "{out}"
+    );
 }
