@@ -298,6 +298,7 @@ fn after_sigkill_the_next_start_stops_the_leftovers_and_restores_the_steering() 
     let state = dir.path().join("state");
     let before = running(CHILDREN);
     let rps_before = rps();
+    let dirs_before = server_dirs();
     let mut h = start(dir.path(), &state, "30");
     wait_for_load(&before);
     unsafe { libc::kill(h.0.id() as i32, libc::SIGKILL) };
@@ -313,6 +314,15 @@ fn after_sigkill_the_next_start_stops_the_leftovers_and_restores_the_steering() 
     assert!(
         !leftovers.is_empty(),
         "nginx workers outlive a SIGKILLed harness"
+    );
+    let left_dirs: Vec<_> = server_dirs()
+        .into_iter()
+        .filter(|d| !dirs_before.contains(d))
+        .collect();
+    assert_eq!(
+        left_dirs.len(),
+        1,
+        "the server's directory stays: {left_dirs:?}"
     );
     // The next start puts it right before it measures, and says so.
     let o = smtsched(
@@ -335,7 +345,26 @@ fn after_sigkill_the_next_start_stops_the_leftovers_and_restores_the_steering() 
     assert!(o.status.success());
     let err = stderr(&o);
     assert!(err.contains("killed") && err.contains("restored"), "{err}");
+    assert!(
+        err.contains(&format!("removed {}", left_dirs[0].display())),
+        "{err}"
+    );
+    assert!(!left_dirs[0].exists());
     assert_nothing_left(&before, &state, rps_before);
+}
+
+/// The servers' temporary directories (`smtsched-server-*` in the temporary directory).
+fn server_dirs() -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("smtsched-server-"))
+        })
+        .collect()
 }
 
 #[test]

@@ -56,6 +56,9 @@ pub struct State {
     pub groups: Vec<GroupRecord>,
     #[serde(default)]
     pub settings: Vec<FileSetting>,
+    /// Temporary directories it made (a server's configuration and files).
+    #[serde(default)]
+    pub dirs: Vec<PathBuf>,
 }
 
 /// The machine's lock named `name`: one command at a time changes a machine-wide setting (a
@@ -140,6 +143,17 @@ impl StateFile {
         self.save()
     }
 
+    /// Records a temporary directory to remove if the command dies.
+    pub fn add_dir(&mut self, dir: &Path) -> Result<()> {
+        self.state.dirs.push(dir.to_path_buf());
+        self.save()
+    }
+
+    pub fn remove_dir(&mut self, dir: &Path) -> Result<()> {
+        self.state.dirs.retain(|d| d != dir);
+        self.save()
+    }
+
     /// Records a setting's original before it is changed.
     pub fn add_setting(&mut self, s: FileSetting) -> Result<()> {
         self.state.settings.push(s);
@@ -206,9 +220,27 @@ pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
                 Err(err) => done.push(format!("could not restore: {err}")),
             }
         }
+        for d in state.dirs.iter().filter(|d| is_ours(d)) {
+            if std::fs::remove_dir_all(d).is_ok() {
+                done.push(format!(
+                    "removed {} (left by process {})",
+                    d.display(),
+                    state.harness_pid
+                ));
+            }
+        }
         let _ = std::fs::remove_file(e.path());
     }
     done
+}
+
+/// Only a directory of ours under the temporary directory is removed, whatever a state file
+/// says.
+fn is_ours(d: &Path) -> bool {
+    d.parent() == Some(std::env::temp_dir().as_path())
+        && d.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("smtsched-"))
 }
 
 #[cfg(test)]

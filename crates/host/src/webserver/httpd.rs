@@ -154,6 +154,11 @@ impl Httpd {
         self.child.id() as i32
     }
 
+    /// The directory holding its configuration and files.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     pub fn url(&self, bytes: u64) -> String {
         format!("http://127.0.0.1:{}{}", self.port, file_path(bytes))
     }

@@ -333,6 +333,8 @@ fn measure_placement(
     };
     let mut server = Httpd::start(&hc)?;
     st.add_group(&format!("{} server", cfg.server.binary()), server.pid())?;
+    let dir = server.dir().to_path_buf();
+    st.add_dir(&dir)?;
     let url = server.url(cfg.file_bytes);
     let mut counters = GroupCounters::open(server.pid(), COUNTED);
     counters.enable();
@@ -427,6 +429,8 @@ fn measure_placement(
     drop(counters);
     server.stop();
     st.remove_group(server.pid())?;
+    drop(server);
+    st.remove_dir(&dir)?;
     outcome?;
     Ok((
         PlacementRun {
