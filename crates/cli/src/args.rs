@@ -77,6 +77,11 @@ pub enum Command {
     ///
     /// Example: smtsched agent run --policy plan --matrix pairs.json --tasks kernels.toml --duration 60
     Agent(crate::commands::agent::AgentArgs),
+    /// Sweeps: machines × overrides × workloads × placements or policies × seeds as
+    /// independent jobs, run whole or in shards (on this host or a Slurm job array) and merged.
+    ///
+    /// Example: smtsched sweep run sweeps/l2-size.toml -o l2.json
+    Sweep(crate::commands::sweep::SweepArgs),
 }
 
 #[derive(Args, Debug)]

@@ -37,6 +37,10 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
                 .is_some_and(|e| e.is_bad_input())
             || c.downcast_ref::<smtsched_estimate::EstimateError>()
                 .is_some_and(|e| e.is_bad_input())
+            || matches!(
+                c.downcast_ref::<smtsched_experiments::sweep::SweepError>(),
+                Some(smtsched_experiments::sweep::SweepError::Bad(_))
+            )
     });
     if bad {
         EXIT_BAD_INPUT

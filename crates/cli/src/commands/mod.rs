@@ -13,6 +13,7 @@ mod sched;
 mod server;
 mod server_profile;
 mod solo;
+pub mod sweep;
 pub mod trace;
 pub mod train;
 
@@ -106,6 +107,7 @@ pub fn run(command: Command) -> Result<()> {
         Command::Measure(a) => host::run_measure(a),
         Command::Cachemodel(a) => cachemodel::run(a),
         Command::Train(a) => train::run(a),
+        Command::Sweep(a) => sweep::run(a),
         Command::Agent(a) => agent::run(a),
     }
 }

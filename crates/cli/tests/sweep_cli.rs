@@ -1,0 +1,190 @@
+//! `sweep`: a sweep file's jobs run whole or in shards, and merged shards equal the unsharded
+//! results byte for byte; bad sweep files, shards and merges are refused in one line (exit 2).
+
+mod util;
+
+use std::path::Path;
+use util::{assert_bad_input, smtsched, stdout};
+
+/// A small pairs sweep: two machines' variants × two seeds = 4 jobs of 3 pairs each.
+const PAIRS: &str = r#"
+name = "tiny-pairs"
+kind = "pairs"
+machines = ["northwood"]
+sets = [[], ["cache.L2.size_bytes=1048576"]]
+workloads = ["gzip-like,mcf-like"]
+placements = ["siblings"]
+seeds = [1, 2]
+warmup_instructions = 20000
+measure_instructions = 50000
+"#;
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    std::fs::write(dir.join(name), text).unwrap();
+    name.to_string()
+}
+
+#[test]
+fn shards_merge_into_the_unsharded_results_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sweep = write(d, "s.toml", PAIRS);
+    let o = smtsched(d, &["sweep", "run", &sweep, "-o", "all.json"]);
+    assert!(o.status.success());
+    let table = stdout(&o);
+    // One row per job: 1 machine x 2 sets x 1 workload list x 1 placement x 2 seeds.
+    assert_eq!(
+        table.lines().filter(|l| l.starts_with("northwood")).count(),
+        4
+    );
+    for i in 1..=3 {
+        let shard = format!("{i}/3");
+        let file = format!("shard-{i}.json");
+        let o = smtsched(d, &["sweep", "run", &sweep, "--shard", &shard, "-o", &file]);
+        assert!(o.status.success());
+    }
+    // Jobs 0..4 round-robin over 3 shards: 2, 1, 1.
+    let count = |f: &str| {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join(f)).unwrap()).unwrap();
+        v["jobs"].as_array().unwrap().len()
+    };
+    assert_eq!(
+        [1, 2, 3].map(|i| count(&format!("shard-{i}.json"))),
+        [2, 1, 1]
+    );
+    // Merged in any order, the result is the unsharded one, byte for byte.
+    let o = smtsched(
+        d,
+        &[
+            "sweep",
+            "merge",
+            "shard-3.json",
+            "shard-1.json",
+            "shard-2.json",
+            "-o",
+            "merged.json",
+        ],
+    );
+    assert!(o.status.success());
+    assert_eq!(
+        std::fs::read(d.join("merged.json")).unwrap(),
+        std::fs::read(d.join("all.json")).unwrap()
+    );
+    assert_eq!(stdout(&o), table);
+}
+
+#[test]
+fn a_policies_sweep_runs_a_task_set_per_policy_and_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sweep = write(
+        d,
+        "p.toml",
+        r#"
+name = "tiny-policies"
+kind = "policies"
+machines = ["northwood"]
+workloads = ["gzip-like,mcf-like,swim-like"]
+policies = ["naive", "plan"]
+seeds = [1]
+duration_s = 20
+run_seconds = 2
+baseline = "linux24"
+"#,
+    );
+    let o = smtsched(d, &["sweep", "run", &sweep, "-o", "p.json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("p.json")).unwrap()).unwrap();
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    for (j, policy) in jobs.iter().zip(["naive", "plan"]) {
+        assert_eq!(j["key"]["variant"], policy);
+        // Three tasks that each get some of two CPUs: a system speedup between 1 and 3.
+        let s = j["outcome"]["system_speedup"].as_f64().unwrap();
+        assert!(s > 1.0 && s < 3.0, "{policy}: {s}");
+    }
+    // Runs longer than the window complete nothing: no figure, and the tasks named.
+    let long = std::fs::read_to_string(d.join("p.toml"))
+        .unwrap()
+        .replace("run_seconds = 2", "run_seconds = 60");
+    let sweep = write(d, "long.toml", &long);
+    let o = smtsched(d, &["sweep", "run", &sweep, "-o", "long.json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("long.json")).unwrap()).unwrap();
+    let first = &v["jobs"][0]["outcome"];
+    assert!(first["system_speedup"].is_null(), "{first}");
+    assert_eq!(first["missing"].as_array().unwrap().len(), 3);
+    assert!(stdout(&o).contains("gzip-like mcf-like swim-like"));
+}
+
+#[test]
+fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let cases = [
+        (
+            PAIRS.replace("\"northwood\"", "\"no-such-machine\""),
+            "machines",
+        ),
+        (
+            PAIRS.replace("placements = [\"siblings\"]", "policies = [\"plan\"]"),
+            "policies",
+        ),
+        (
+            PAIRS
+                .replace("kind = \"pairs\"", "kind = \"policies\"")
+                .replace(
+                    "placements = [\"siblings\"]",
+                    "policies = [\"no-such-policy\"]",
+                ),
+            "no-such-policy",
+        ),
+        (PAIRS.replace("gzip-like,mcf-like", "gzip"), "gzip"),
+        (PAIRS.replace("seeds = [1, 2]", "seeds = []"), "seeds"),
+        (
+            PAIRS.replace("kind = \"pairs\"", "kind = \"triples\""),
+            "triples",
+        ),
+    ];
+    for (text, needle) in cases {
+        let f = write(d, "bad.toml", &text);
+        let o = smtsched(d, &["sweep", "run", &f]);
+        assert_bad_input(&o, &["bad.toml", needle]);
+    }
+    let sweep = write(d, "s.toml", PAIRS);
+    assert_bad_input(
+        &smtsched(d, &["sweep", "run", &sweep, "--shard", "3/2"]),
+        &["--shard", "3/2"],
+    );
+    // Shards of two different sweeps (another seed list) never merge; nor does an incomplete set.
+    let other = write(
+        d,
+        "o.toml",
+        &PAIRS.replace("seeds = [1, 2]", "seeds = [3, 4]"),
+    );
+    for (f, s, i) in [(&sweep, "a", 1), (&sweep, "a", 2), (&other, "b", 2)] {
+        let shard = format!("{i}/2");
+        let out = format!("{s}{i}.json");
+        assert!(
+            smtsched(d, &["sweep", "run", f, "--shard", &shard, "-o", &out])
+                .status
+                .success()
+        );
+    }
+    assert_bad_input(
+        &smtsched(d, &["sweep", "merge", "a1.json", "b2.json"]),
+        &["b2.json", "not of"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["sweep", "merge", "a1.json"]),
+        &["shard 2/2 is missing"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["sweep", "merge", "a1.json", "a1.json", "a2.json"]),
+        &["shard 1/2 again"],
+    );
+    assert!(!d.join("merged.json").exists());
+}

@@ -1,0 +1,697 @@
+//! Sweeps: a file naming machines × `--set` overrides × workload lists × placements (or policies)
+//! × seeds expands into independent jobs, each a PR matrix (`smtsched matrix`) or a task set
+//! under a policy (`smtsched run`). Jobs run in shards — on one host, or as a Slurm job array —
+//! and shards merge into exactly the result an unsharded run gives: every job is deterministic
+//! in its inputs, and results carry no timings.
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use smtsched_model::{
+    expand_workload_list, load_machine, load_workload, KernelBuild, MachineModel, Override,
+    Placement, PrMatrix,
+};
+use smtsched_os::experiment::simulate;
+use smtsched_os::oracle::SimulatedOracle;
+use smtsched_os::sim::{Baseline, SimConfig};
+use smtsched_os::taskset::TaskSetSpec;
+use smtsched_os::PolicyName;
+use smtsched_uarch::{Protocol, Workload};
+use std::path::Path;
+
+/// Format tag of result and shard files.
+pub const SWEEP_RESULTS_FORMAT: &str = "smtsched-sweep-results-1";
+/// Most jobs one sweep may expand into.
+pub const MAX_JOBS: usize = 100_000;
+/// Instructions per oracle sample of a policies job (as `smtsched run`).
+const ORACLE_WARMUP: u64 = 1_000_000;
+const ORACLE_MEASURE: u64 = 2_000_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The sweep file, a shard or a result file is wrong: the user's to fix (exit 2).
+    #[error("{0}")]
+    Bad(String),
+    /// A job failed while running.
+    #[error("{0}")]
+    Run(String),
+}
+
+fn bad(text: impl Into<String>) -> SweepError {
+    SweepError::Bad(text.into())
+}
+
+/// What every job of a sweep measures.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum SweepKind {
+    /// Every pair of the workload list under a placement: a PR matrix.
+    Pairs,
+    /// The workload list as a task set (one looping task each) under a policy.
+    Policies,
+}
+
+/// A sweep file as written.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    pub name: String,
+    pub kind: SweepKind,
+    /// Machine presets or files.
+    pub machines: Vec<String>,
+    /// `--set KEY=VALUE` lists, one per variant of every machine (default: one, empty).
+    #[serde(default = "no_overrides")]
+    pub sets: Vec<Vec<String>>,
+    /// Workload lists as `--workloads` takes them (`gzip-like,mcf-like`, `spec2000`, `all`).
+    pub workloads: Vec<String>,
+    /// Placements of a pairs sweep.
+    #[serde(default)]
+    pub placements: Vec<Placement>,
+    /// Policies of a policies sweep.
+    #[serde(default)]
+    pub policies: Vec<String>,
+    pub seeds: Vec<u64>,
+    #[serde(default = "default_warmup")]
+    pub warmup_instructions: u64,
+    #[serde(default = "default_measure")]
+    pub measure_instructions: u64,
+    /// Time-sharing quantum of a pairs sweep, ms.
+    #[serde(default = "default_quantum")]
+    pub quantum_ms: f64,
+    /// Simulated seconds, base scheduler and each task's run length (alone) of a policies
+    /// sweep.
+    #[serde(default = "default_duration")]
+    pub duration_s: f64,
+    #[serde(default = "default_run_seconds")]
+    pub run_seconds: f64,
+    #[serde(default = "default_baseline")]
+    pub baseline: Baseline,
+}
+
+fn no_overrides() -> Vec<Vec<String>> {
+    vec![Vec::new()]
+}
+fn default_warmup() -> u64 {
+    1_000_000
+}
+fn default_measure() -> u64 {
+    2_000_000
+}
+fn default_quantum() -> f64 {
+    10.0
+}
+fn default_duration() -> f64 {
+    60.0
+}
+fn default_run_seconds() -> f64 {
+    60.0
+}
+fn default_baseline() -> Baseline {
+    Baseline::Modern
+}
+
+/// Which sweep a result belongs to: its name and a hash of its canonical text, so shards of
+/// another sweep (or of an edited file) are never merged.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SweepId {
+    pub name: String,
+    pub hash: String,
+}
+
+/// The sweep's variant of each job: a placement or a policy.
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    Placement(Placement),
+    Policy(PolicyName),
+}
+
+/// A loaded, checked sweep: every machine, override, workload and policy resolved.
+pub struct Sweep {
+    pub spec: SweepSpec,
+    pub id: SweepId,
+    /// `[machine][set]`.
+    machines: Vec<Vec<MachineModel>>,
+    workloads: Vec<Vec<String>>,
+    variants: Vec<Variant>,
+}
+
+/// One job's coordinates.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct JobKey {
+    pub machine: String,
+    pub set: Vec<String>,
+    pub workloads: String,
+    /// The placement (pairs) or policy (policies).
+    pub variant: String,
+    pub seed: u64,
+}
+
+struct Job {
+    key: JobKey,
+    machine: (usize, usize),
+    workloads: usize,
+    variant: Variant,
+}
+
+/// What one job measured.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Outcome {
+    Pairs {
+        matrix: PrMatrix,
+    },
+    /// The figures are `None` when a task completed no run in the window (`missing`): a
+    /// figure over some of the tasks is not the set's.
+    Policies {
+        system_speedup: Option<f64>,
+        antt: Option<f64>,
+        fairness: Option<f64>,
+        missing: Vec<String>,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct JobResult {
+    pub index: usize,
+    pub key: JobKey,
+    pub outcome: Outcome,
+}
+
+/// Which part of the jobs: shard `index` of `count` (1-based) takes jobs index−1, index−1+count…
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let err = || format!("--shard {s:?}: expected I/N with 1 <= I <= N, e.g. 2/8");
+        let (i, n) = s.split_once('/').ok_or_else(err)?;
+        let (index, count) = (
+            i.trim().parse::<u32>().map_err(|_| err())?,
+            n.trim().parse::<u32>().map_err(|_| err())?,
+        );
+        if index == 0 || index > count {
+            return Err(err());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    fn takes(&self, job: usize) -> bool {
+        job % self.count as usize == (self.index - 1) as usize
+    }
+}
+
+/// A sweep's results, or one shard's.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepResults {
+    pub format: String,
+    pub sweep: SweepId,
+    /// `None`: every job.
+    pub shard: Option<Shard>,
+    pub jobs_total: usize,
+    pub jobs: Vec<JobResult>,
+}
+
+/// FNV-1a, 64 bits: a stable fingerprint of the sweep's canonical text (not a security hash).
+fn fingerprint(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Reads and checks a sweep file; errors name the file and the field.
+pub fn load_sweep(path: &Path) -> Result<Sweep, SweepError> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("sweep file {file}: {e}")))?;
+    let spec: SweepSpec =
+        toml::from_str(&text).map_err(|e| bad(format!("{file}: {}", one_line(&e.to_string()))))?;
+    Sweep::new(spec).map_err(|e| bad(format!("{file}: {e}")))
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Sweep {
+    /// Resolves every axis; the error names the field and value.
+    pub fn new(spec: SweepSpec) -> Result<Sweep, String> {
+        let empty = |f: &str, n: usize| (n == 0).then(|| format!("{f}: give at least one"));
+        for (f, n) in [
+            ("machines", spec.machines.len()),
+            ("sets", spec.sets.len()),
+            ("workloads", spec.workloads.len()),
+            ("seeds", spec.seeds.len()),
+        ] {
+            if let Some(e) = empty(f, n) {
+                return Err(e);
+            }
+        }
+        let variants: Vec<Variant> = match spec.kind {
+            SweepKind::Pairs => {
+                if !spec.policies.is_empty() {
+                    return Err("policies: a pairs sweep varies placements, not policies".into());
+                }
+                spec.placements
+                    .iter()
+                    .map(|&p| Variant::Placement(p))
+                    .collect()
+            }
+            SweepKind::Policies => {
+                if !spec.placements.is_empty() {
+                    return Err("placements: a policies sweep varies policies".into());
+                }
+                spec.policies
+                    .iter()
+                    .map(|p| {
+                        p.parse()
+                            .map(Variant::Policy)
+                            .map_err(|e| format!("policies: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        if variants.is_empty() {
+            let f = match spec.kind {
+                SweepKind::Pairs => "placements",
+                SweepKind::Policies => "policies",
+            };
+            return Err(format!("{f}: give at least one"));
+        }
+        check_numbers(&spec)?;
+        let mut machines = Vec::new();
+        for m in &spec.machines {
+            let mut per_set = Vec::new();
+            for set in &spec.sets {
+                let overrides: Vec<Override> = set
+                    .iter()
+                    .map(|s| s.parse().map_err(|e| format!("sets: {e}")))
+                    .collect::<Result<_, _>>()?;
+                let model = load_machine(m, &overrides)
+                    .map_err(|e| format!("machines: {}", one_line(&e.to_string())))?;
+                per_set.push(model);
+            }
+            machines.push(per_set);
+        }
+        let mut workloads = Vec::new();
+        for list in &spec.workloads {
+            let names = expand_workload_list(list);
+            if names.is_empty() || names.len() > 64 {
+                return Err(format!(
+                    "workloads: {list:?} names {} workloads; a list needs 1 to 64",
+                    names.len()
+                ));
+            }
+            for n in &names {
+                load_workload(n, &[])
+                    .map_err(|e| format!("workloads: {}", one_line(&e.to_string())))?;
+            }
+            workloads.push(names);
+        }
+        let total = spec.machines.len()
+            * spec.sets.len()
+            * spec.workloads.len()
+            * variants.len()
+            * spec.seeds.len();
+        if total > MAX_JOBS {
+            return Err(format!("{total} jobs: a sweep may have at most {MAX_JOBS}"));
+        }
+        let canonical = toml::to_string(&spec).map_err(|e| e.to_string())?;
+        let id = SweepId {
+            name: spec.name.clone(),
+            hash: fingerprint(&canonical),
+        };
+        Ok(Sweep {
+            spec,
+            id,
+            machines,
+            workloads,
+            variants,
+        })
+    }
+
+    /// Every job, in the order results list them.
+    fn jobs(&self) -> Vec<Job> {
+        let s = &self.spec;
+        let mut jobs = Vec::new();
+        for (mi, m) in s.machines.iter().enumerate() {
+            for (si, set) in s.sets.iter().enumerate() {
+                for (wi, w) in s.workloads.iter().enumerate() {
+                    for &variant in &self.variants {
+                        for &seed in &s.seeds {
+                            let name = match variant {
+                                Variant::Placement(p) => p.to_string(),
+                                Variant::Policy(p) => p.to_string(),
+                            };
+                            jobs.push(Job {
+                                key: JobKey {
+                                    machine: m.clone(),
+                                    set: set.clone(),
+                                    workloads: w.clone(),
+                                    variant: name,
+                                    seed,
+                                },
+                                machine: (mi, si),
+                                workloads: wi,
+                                variant,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        jobs
+    }
+
+    pub fn jobs_total(&self) -> usize {
+        self.jobs().len()
+    }
+
+    /// Runs the jobs of `shard` (all of them when `None`), in parallel; `progress` is called as
+    /// each finishes.
+    pub fn run(
+        &self,
+        shard: Option<Shard>,
+        progress: &(dyn Fn() + Sync),
+    ) -> Result<SweepResults, SweepError> {
+        let jobs = self.jobs();
+        let total = jobs.len();
+        let mine: Vec<(usize, &Job)> = jobs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !matches!(shard, Some(s) if !s.takes(*i)))
+            .collect();
+        let results = mine
+            .par_iter()
+            .map(|&(index, job)| {
+                let outcome = self
+                    .run_job(job, progress)
+                    .map_err(|e| SweepError::Run(format!("job {index} ({:?}): {e}", job.key)))?;
+                progress();
+                Ok(JobResult {
+                    index,
+                    key: job.key.clone(),
+                    outcome,
+                })
+            })
+            .collect::<Result<Vec<_>, SweepError>>()?;
+        Ok(SweepResults {
+            format: SWEEP_RESULTS_FORMAT.into(),
+            sweep: self.id.clone(),
+            shard,
+            jobs_total: total,
+            jobs: results,
+        })
+    }
+
+    fn run_job(&self, job: &Job, _progress: &(dyn Fn() + Sync)) -> Result<Outcome, String> {
+        let m = &self.machines[job.machine.0][job.machine.1];
+        let names = &self.workloads[job.workloads];
+        let seed = job.key.seed;
+        match job.variant {
+            Variant::Placement(p) => {
+                let profiles: Vec<_> = names
+                    .iter()
+                    .map(|n| load_workload(n, &[]).map_err(|e| e.to_string()))
+                    .collect::<Result<_, _>>()?;
+                let refs: Vec<&dyn Workload> =
+                    profiles.iter().map(|w| w as &dyn Workload).collect();
+                let proto = Protocol {
+                    seed,
+                    warmup_instructions: self.spec.warmup_instructions,
+                    measure_instructions: self.spec.measure_instructions,
+                    quantum_cycles: (self.spec.quantum_ms * 1e6 * m.clock_ghz).round().max(1.0)
+                        as u64,
+                    timeshare_rounds: 1,
+                };
+                let matrix = smtsched_uarch::protocol::matrix(m, &refs, p, &proto, &|| {})
+                    .map_err(|e| e.to_string())?;
+                Ok(Outcome::Pairs { matrix })
+            }
+            Variant::Policy(policy) => {
+                let mut set = TaskSetSpec::of_workloads(names);
+                for t in &mut set.tasks {
+                    t.run_seconds = self.spec.run_seconds;
+                }
+                let profiles = set
+                    .oracle_profiles()
+                    .map_err(|e| e.to_string())?
+                    .iter()
+                    .map(|p| p.built_for(KernelBuild::Smp))
+                    .collect();
+                let oracle =
+                    SimulatedOracle::new(m.clone(), profiles, seed, ORACLE_WARMUP, ORACLE_MEASURE);
+                let cfg = SimConfig::new(self.spec.baseline, self.spec.duration_s, seed);
+                let runs = simulate(m, &oracle, &set, &[policy], 1, &cfg)?;
+                let s = runs[0].runs[0].summary();
+                let complete = |v: f64| s.missing.is_empty().then_some(v);
+                Ok(Outcome::Policies {
+                    system_speedup: complete(s.system_speedup),
+                    antt: complete(s.antt),
+                    fairness: complete(s.fairness),
+                    missing: s.missing,
+                })
+            }
+        }
+    }
+}
+
+/// Numbers of the spec: finite and in range.
+fn check_numbers(s: &SweepSpec) -> Result<(), String> {
+    if !(1..=1_000_000_000_000).contains(&s.measure_instructions) {
+        return Err(format!(
+            "measure_instructions = {}: must be 1 to 10^12",
+            s.measure_instructions
+        ));
+    }
+    if s.warmup_instructions > 1_000_000_000_000 {
+        return Err(format!(
+            "warmup_instructions = {}: must be at most 10^12",
+            s.warmup_instructions
+        ));
+    }
+    if !(s.quantum_ms >= 0.001 && s.quantum_ms <= 10_000.0) {
+        return Err(format!(
+            "quantum_ms = {}: must be 0.001 to 10000",
+            s.quantum_ms
+        ));
+    }
+    use smtsched_os::taskset::{MAX_RUN_S, MIN_RUN_S};
+    if !(MIN_RUN_S..=MAX_RUN_S).contains(&s.run_seconds) {
+        return Err(format!(
+            "run_seconds = {}: must be {MIN_RUN_S} to {MAX_RUN_S}",
+            s.run_seconds
+        ));
+    }
+    if !(s.duration_s >= 0.01 && s.duration_s <= 1e6) {
+        return Err(format!(
+            "duration_s = {}: must be 0.01 to 10^6",
+            s.duration_s
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a results or shard file; errors name the file.
+pub fn read_results(path: &Path) -> Result<SweepResults, SweepError> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("{file}: {e}")))?;
+    let r: SweepResults = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("{file}: not a sweep result file: {e}")))?;
+    if r.format != SWEEP_RESULTS_FORMAT {
+        return Err(bad(format!(
+            "{file}: format {:?}, expected {SWEEP_RESULTS_FORMAT:?}",
+            r.format
+        )));
+    }
+    Ok(r)
+}
+
+/// Merges the shards of one sweep into its complete results: every shard of the same sweep and
+/// count exactly once, every job exactly once. `parts` are (file name, contents).
+pub fn merge(parts: &[(String, SweepResults)]) -> Result<SweepResults, SweepError> {
+    let (first_file, first) = parts.first().ok_or_else(|| bad("merge: no shard files"))?;
+    let count = first
+        .shard
+        .ok_or_else(|| {
+            bad(format!(
+                "{first_file}: holds every job already, not a shard"
+            ))
+        })?
+        .count;
+    let mut seen = vec![None::<&str>; count as usize];
+    for (file, p) in parts {
+        if p.sweep != first.sweep || p.jobs_total != first.jobs_total {
+            return Err(bad(format!(
+                "{file}: a shard of sweep {:?} ({}), not of {:?} ({}) like {first_file}",
+                p.sweep.name, p.sweep.hash, first.sweep.name, first.sweep.hash
+            )));
+        }
+        let s = p
+            .shard
+            .ok_or_else(|| bad(format!("{file}: holds every job already, not a shard")))?;
+        if s.count != count {
+            return Err(bad(format!(
+                "{file}: shard {}/{}, but {first_file} is one of {count}",
+                s.index, s.count
+            )));
+        }
+        let slot = &mut seen[(s.index - 1) as usize];
+        if let Some(other) = slot {
+            return Err(bad(format!(
+                "{file}: shard {}/{count} again (also {other})",
+                s.index
+            )));
+        }
+        *slot = Some(file);
+        if let Some(j) = p.jobs.iter().find(|j| !s.takes(j.index)) {
+            return Err(bad(format!(
+                "{file}: job {} does not belong to shard {}/{count}",
+                j.index, s.index
+            )));
+        }
+    }
+    if let Some(missing) = seen.iter().position(Option::is_none) {
+        return Err(bad(format!(
+            "shard {}/{count} is missing: give every shard's file",
+            missing + 1
+        )));
+    }
+    let mut jobs: Vec<JobResult> = parts.iter().flat_map(|(_, p)| p.jobs.clone()).collect();
+    jobs.sort_by_key(|j| j.index);
+    if jobs.len() != first.jobs_total || jobs.iter().enumerate().any(|(i, j)| j.index != i) {
+        return Err(bad(format!(
+            "the shards hold {} of the sweep's {} jobs: some shard is incomplete",
+            jobs.len(),
+            first.jobs_total
+        )));
+    }
+    Ok(SweepResults {
+        format: SWEEP_RESULTS_FORMAT.into(),
+        sweep: first.sweep.clone(),
+        shard: None,
+        jobs_total: first.jobs_total,
+        jobs,
+    })
+}
+
+/// The results as a table for people: one row per job.
+pub fn render(r: &SweepResults) -> String {
+    let pairs = r
+        .jobs
+        .iter()
+        .any(|j| matches!(j.outcome, Outcome::Pairs { .. }));
+    let mut t = smtsched_report::Table::new(if pairs {
+        vec![
+            "machine",
+            "set",
+            "workloads",
+            "placement",
+            "seed",
+            "mean PR",
+            "speedup min",
+            "speedup mean",
+            "speedup max",
+        ]
+    } else {
+        vec![
+            "machine",
+            "set",
+            "workloads",
+            "policy",
+            "seed",
+            "speedup",
+            "ANTT",
+            "fairness",
+            "missing",
+        ]
+    });
+    for j in &r.jobs {
+        let k = &j.key;
+        let mut row = vec![
+            k.machine.clone(),
+            if k.set.is_empty() {
+                "-".into()
+            } else {
+                k.set.join(" ")
+            },
+            k.workloads.clone(),
+            k.variant.clone(),
+            k.seed.to_string(),
+        ];
+        match &j.outcome {
+            Outcome::Pairs { matrix } => match smtsched_report::matrix::summarize(matrix) {
+                Some(s) => row.extend([
+                    format!("{:.3}", s.pr.mean),
+                    format!("{:.3}", s.system_speedup.min),
+                    format!("{:.3}", s.system_speedup.mean),
+                    format!("{:.3}", s.system_speedup.max),
+                ]),
+                None => row.extend(["-".to_string(), "-".into(), "-".into(), "-".into()]),
+            },
+            Outcome::Policies {
+                system_speedup,
+                antt,
+                fairness,
+                missing,
+            } => row.extend([
+                figure(*system_speedup),
+                figure(*antt),
+                figure(*fairness),
+                if missing.is_empty() {
+                    "-".into()
+                } else {
+                    missing.join(" ")
+                },
+            ]),
+        }
+        t.row(row);
+    }
+    format!(
+        "sweep {} ({} jobs)\n\n{}",
+        r.sweep.name,
+        r.jobs.len(),
+        t.render()
+    )
+}
+
+/// A figure to three places, or `-` when it has none.
+fn figure(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_partition_the_jobs() {
+        for bad in ["0/2", "3/2", "1/0", "a/b", "2", "1/2/3", ""] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+        let n = 4;
+        let shards: Vec<Shard> = (1..=n).map(|i| format!("{i}/{n}").parse().unwrap()).collect();
+        // Every job in exactly one shard, shards within one job of each other in size.
+        for job in 0..23 {
+            assert_eq!(shards.iter().filter(|s| s.takes(job)).count(), 1);
+        }
+        let sizes: Vec<usize> = shards
+            .iter()
+            .map(|s| (0..23).filter(|&j| s.takes(j)).count())
+            .collect();
+        assert_eq!(sizes, [6, 6, 6, 5]);
+    }
+
+    #[test]
+    fn the_fingerprint_is_fnv1a() {
+        // FNV-1a 64 test vectors (Fowler, Noll, Vo).
+        assert_eq!(fingerprint(""), "cbf29ce484222325");
+        assert_eq!(fingerprint("a"), "af63dc4c8601ec8c");
+    }
+}
