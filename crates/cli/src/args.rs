@@ -325,6 +325,11 @@ pub struct ReproduceArgs {
     /// Override the experiment's repetitions.
     #[arg(long)]
     pub repetitions: Option<u32>,
+    /// While a claim's 95% interval straddles its bound, run more repetitions (further seeds),
+    /// up to this many in all (policies and configurations experiments; at most the
+    /// repetitions given: exactly those).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_repetitions: u32,
     /// Override the experiment's simulated seconds.
     #[arg(long)]
     pub duration: Option<f64>,

@@ -359,7 +359,10 @@ fn a_configurations_experiment_is_the_runs_it_declares() {
          ratio = [\"2T\", \"1T\"]\nwithin = [1.0, 10.0]\n"
     );
     std::fs::write(d.join("two.toml"), &experiment).unwrap();
-    let out = smtsched(d, &["reproduce", "two.toml", "--json"]);
+    let out = smtsched(
+        d,
+        &["reproduce", "two.toml", "--json", "--max-repetitions", "1"],
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -404,8 +407,54 @@ fn a_configurations_experiment_is_the_runs_it_declares() {
             .unwrap();
         assert_eq!(cell(config), mbps, "{config}");
     }
-    let holds = cell("2T") / cell("1T") >= 1.0;
-    assert_eq!(v["claims"][0]["holds"], holds);
+    // One repetition gives no interval: nothing is decided.
+    assert_eq!(v["claims"][0]["judgement"]["verdict"], "inconclusive");
+    // Three: the verdict follows the 95% interval of the per-seed ratios (t(0.975, 2) = 4.303).
+    let out = smtsched(
+        d,
+        &[
+            "reproduce",
+            "two.toml",
+            "--json",
+            "--repetitions",
+            "3",
+            "--max-repetitions",
+            "3",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cells = v["result"]["cells"].as_array().unwrap();
+    let values = |name: &str| -> Vec<f64> {
+        let c = cells.iter().find(|c| c["config"] == name).unwrap();
+        let reps = c["values"].as_array().unwrap();
+        reps.iter().map(|r| r[0].as_f64().unwrap()).collect()
+    };
+    let ratios: Vec<f64> = values("2T")
+        .iter()
+        .zip(values("1T"))
+        .map(|(a, b)| a / b)
+        .collect();
+    assert_eq!(ratios.len(), 3);
+    let mean = ratios.iter().sum::<f64>() / 3.0;
+    let sd = (ratios.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / 2.0).sqrt();
+    let (lo, hi) = (
+        mean - 4.303 * sd / 3f64.sqrt(),
+        mean + 4.303 * sd / 3f64.sqrt(),
+    );
+    let expected = if lo >= 1.0 && hi <= 10.0 {
+        "holds"
+    } else if hi < 1.0 || lo > 10.0 {
+        "does-not-hold"
+    } else {
+        "inconclusive"
+    };
+    let j = &v["claims"][0]["judgement"];
+    assert_eq!(j["verdict"], expected, "{ratios:?}");
+    let row = &j["rows"][0][1];
+    assert!(
+        (row["lo"].as_f64().unwrap() - lo).abs() < 1e-9 && row["n"] == 3,
+        "{row}"
+    );
     std::fs::write(
         d.join("bad.toml"),
         experiment.replace("ratio = [\"2T\", \"1T\"]", "ratio = [\"2T\", \"4T\"]"),

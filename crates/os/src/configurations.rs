@@ -12,6 +12,7 @@ use crate::taskset::{TaskSetSpec, TaskSpec};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use smtsched_model::{load_machine, CpuSet, KernelBuild, MachineModel, Override};
+use smtsched_report::verdict::{MeanInterval, Verdict};
 use std::collections::BTreeMap;
 
 /// Instructions per oracle sample: warm-up, then measured.
@@ -207,43 +208,93 @@ impl ConfigResults {
         Some(v.iter().sum::<f64>() / v.len() as f64)
     }
 
-    /// Whether `claim` holds for every row it names (`None`: a value is missing).
-    pub fn check(&self, claim: &RatioClaim) -> Option<bool> {
+    /// Adds the repetitions of `more` (the same experiment run with further seeds).
+    pub fn extend(&mut self, more: ConfigResults) {
+        for (c, m) in self.cells.iter_mut().zip(more.cells) {
+            debug_assert!(c.row == m.row && c.config == m.config);
+            c.values.extend(m.values);
+        }
+    }
+
+    /// Repetitions run so far.
+    pub fn repetitions(&self) -> usize {
+        self.cells.first().map_or(0, |c| c.values.len())
+    }
+
+    /// Per repetition, metric `k` in (row, config); `None` if any repetition lacks it.
+    fn rep_values(&self, row: &str, config: &str, metric: ConfigMetric) -> Option<Vec<f64>> {
+        let k = self.metrics.iter().position(|&m| m == metric)?;
+        let cell = self
+            .cells
+            .iter()
+            .find(|c| c.row == row && c.config == config)?;
+        cell.values.iter().map(|r| r[k]).collect()
+    }
+
+    /// The claim's verdict for every row it names: each row's quantity, repetition by
+    /// repetition (every cell's repetition r ran with seed + r), has its 95% interval inside
+    /// `within` (holds), outside (does not hold) or across a bound (inconclusive).
+    pub fn judge(&self, claim: &RatioClaim) -> RatioJudgement {
         let rows: Vec<&String> = match &claim.row {
             Some(r) => self.rows.iter().filter(|x| *x == r).collect(),
             None => self.rows.iter().collect(),
         };
-        let mut holds = !rows.is_empty();
-        for row in rows {
-            let r = self.ratio(row, claim)?;
-            holds &= r >= claim.within[0] && r <= claim.within[1];
+        let per_row: Vec<(String, Option<MeanInterval>)> = rows
+            .iter()
+            .map(|row| {
+                let i = self
+                    .ratio_values(row, claim)
+                    .and_then(|v| MeanInterval::of(&v));
+                (row.to_string(), i)
+            })
+            .collect();
+        let verdict = Verdict::all(per_row.iter().map(|(_, i)| match i {
+            Some(i) => i.within(claim.within[0], claim.within[1]),
+            None => Verdict::Inconclusive,
+        }));
+        RatioJudgement {
+            verdict: if per_row.is_empty() {
+                Verdict::Inconclusive
+            } else {
+                verdict
+            },
+            rows: per_row,
         }
-        Some(holds)
     }
 
-    /// The quantity a claim compares, for one row (divided by the same in `over_row`).
-    pub fn ratio(&self, row: &str, claim: &RatioClaim) -> Option<f64> {
+    /// The quantity a claim compares in one row, per repetition (divided by the same in
+    /// `over_row`).
+    pub fn ratio_values(&self, row: &str, claim: &RatioClaim) -> Option<Vec<f64>> {
         let a = self.row_ratio(row, claim)?;
         match &claim.over_row {
             None => Some(a),
-            Some(other) => {
-                let b = self.row_ratio(other, claim)?;
-                (b != 0.0).then(|| a / b)
-            }
+            Some(other) => divide(&a, &self.row_ratio(other, claim)?),
         }
     }
 
-    /// The ratio of the claim's configurations (or the one value) in one row.
-    fn row_ratio(&self, row: &str, claim: &RatioClaim) -> Option<f64> {
-        let a = self.mean(row, &claim.ratio[0], claim.metric)?;
+    /// The ratio of the claim's configurations (or the one value) in one row, per repetition.
+    fn row_ratio(&self, row: &str, claim: &RatioClaim) -> Option<Vec<f64>> {
+        let a = self.rep_values(row, &claim.ratio[0], claim.metric)?;
         match claim.ratio.get(1) {
             None => Some(a),
-            Some(over) => {
-                let b = self.mean(row, over, claim.metric)?;
-                (b != 0.0).then(|| a / b)
-            }
+            Some(over) => divide(&a, &self.rep_values(row, over, claim.metric)?),
         }
     }
+}
+
+/// Element by element; `None` on a zero divisor.
+fn divide(a: &[f64], b: &[f64]) -> Option<Vec<f64>> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (*y != 0.0).then(|| x / y))
+        .collect()
+}
+
+/// A ratio claim's verdict, and each row's interval (`None`: a value is missing).
+#[derive(Clone, Debug, Serialize)]
+pub struct RatioJudgement {
+    pub verdict: Verdict,
+    pub rows: Vec<(String, Option<MeanInterval>)>,
 }
 
 /// Checks names the claims and configurations refer to; errors name the field.
@@ -541,14 +592,14 @@ pub fn render(r: &ConfigResults, claims: &[RatioClaim]) -> String {
         out.push('\n');
     }
     if !claims.is_empty() {
-        out.push_str("Claims checked against this run:\n");
+        out.push_str("Claims (95% intervals over the repetitions):\n");
         for c in claims {
-            let ratios: Vec<String> = r
+            let j = r.judge(c);
+            let rows: Vec<String> = j
                 .rows
                 .iter()
-                .filter(|row| c.row.as_ref().is_none_or(|x| x == *row))
-                .map(|row| {
-                    let v = r.ratio(row, c).map_or("-".into(), |x| format!("{x:.3}"));
+                .map(|(row, i)| {
+                    let v = i.map_or("-".into(), |i| interval_text(&i));
                     if row.is_empty() {
                         v
                     } else {
@@ -556,22 +607,23 @@ pub fn render(r: &ConfigResults, claims: &[RatioClaim]) -> String {
                     }
                 })
                 .collect();
-            let mark = match r.check(c) {
-                Some(true) => "holds",
-                Some(false) => "DOES NOT HOLD",
-                None => "cannot be checked",
-            };
             out.push_str(&format!(
-                "  [{mark}] {} ({} in [{}, {}]: {})\n",
+                "  [{}] {} ({} in [{}, {}]: {})\n",
+                j.verdict.label(),
                 c.says,
                 c.ratio.join(" / "),
                 c.within[0],
                 c.within[1],
-                ratios.join(", ")
+                rows.join(", ")
             ));
         }
     }
     out
+}
+
+/// `1.234 [1.200, 1.268] n=3`.
+pub fn interval_text(i: &MeanInterval) -> String {
+    format!("{:.3} [{:.3}, {:.3}] n={}", i.mean, i.lo, i.hi, i.n)
 }
 
 fn format_value(k: ConfigMetric, v: f64) -> String {

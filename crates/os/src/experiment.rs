@@ -12,6 +12,7 @@ use smtsched_model::MachineModel;
 use smtsched_report::perfetto::{trace_json, CounterSample};
 use smtsched_report::stats::mean_sd;
 use smtsched_report::timeline::{timeline_svg, Segment};
+use smtsched_report::verdict::{MeanInterval, Verdict};
 use smtsched_report::Table;
 
 /// Results of one policy over its repetitions.
@@ -585,14 +586,17 @@ pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelEr
     Ok(e)
 }
 
-/// The metric a claim compares, for one policy (mean over repetitions; larger is better for
-/// system speedup and fairness).
-pub fn metric(runs: &PolicyRuns, name: &str) -> Option<f64> {
-    let vals: Vec<f64> = runs
-        .runs
+/// The metric a claim compares, for one policy: its value in each run (`None` if a run lacks
+/// it; larger is better for system speedup and fairness).
+pub fn metric_values(runs: &PolicyRuns, name: &str) -> Option<Vec<f64>> {
+    runs.runs
         .iter()
         .map(|r| {
             let s = r.summary();
+            if !s.missing.is_empty() {
+                // A figure over some of the tasks is not the set's.
+                return None;
+            }
             match name {
                 "system_speedup" => Some(s.system_speedup),
                 "fairness" => Some(s.fairness),
@@ -609,34 +613,81 @@ pub fn metric(runs: &PolicyRuns, name: &str) -> Option<f64> {
                 _ => None,
             }
         })
-        .collect::<Option<Vec<f64>>>()?;
+        .collect()
+}
+
+/// The mean of [`metric_values`].
+pub fn metric(runs: &PolicyRuns, name: &str) -> Option<f64> {
+    let vals = metric_values(runs, name)?;
     Some(vals.iter().sum::<f64>() / vals.len() as f64)
 }
 
-/// Checks a claim: `Some(true)` holds, `Some(false)` fails, `None` cannot be checked.
-pub fn check(claim: &Claim, results: &[PolicyRuns]) -> Option<bool> {
-    let get = |p: PolicyName| {
+/// A claim's verdict and the interval it rests on: of the difference (first policy's metric
+/// minus the other's, run by run — the runs of every policy share their seeds) that decides it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Judgement {
+    pub verdict: Verdict,
+    /// `None`: a value is missing, so the claim cannot be checked.
+    pub difference: Option<MeanInterval>,
+    /// What the difference is of (`plan - naive`).
+    pub compared: String,
+}
+
+/// Judges a claim on runs of several seeds: `higher A than B` holds when the 95% interval of
+/// A − B lies above 0, fails when it lies at or below 0; `lowest L` (`highest H`) needs that of
+/// every other policy against L (of H against every other).
+pub fn judge(claim: &Claim, results: &[PolicyRuns]) -> Judgement {
+    let values = |p: &str| {
         results
             .iter()
-            .find(|r| r.policy == p.as_str())
-            .and_then(|r| metric(r, &claim.metric))
+            .find(|r| r.policy == p)
+            .and_then(|r| metric_values(r, &claim.metric))
     };
-    if let (Some(h), Some(t)) = (claim.higher, claim.than) {
-        return Some(get(h)? > get(t)?);
+    // (better, worse) pairs that must all hold.
+    let pairs: Vec<(String, String)> = if let (Some(h), Some(t)) = (claim.higher, claim.than) {
+        vec![(h.to_string(), t.to_string())]
+    } else if let Some(l) = claim.lowest {
+        let others = results.iter().filter(|r| r.policy != l.as_str());
+        others.map(|r| (r.policy.clone(), l.to_string())).collect()
+    } else if let Some(h) = claim.highest {
+        let others = results.iter().filter(|r| r.policy != h.as_str());
+        others.map(|r| (h.to_string(), r.policy.clone())).collect()
+    } else {
+        Vec::new()
+    };
+    let unchecked = |compared: String| Judgement {
+        verdict: Verdict::Inconclusive,
+        difference: None,
+        compared,
+    };
+    let mut worst: Option<Judgement> = None;
+    for (a, b) in pairs {
+        let compared = format!("{a} - {b}");
+        let (Some(va), Some(vb)) = (values(&a), values(&b)) else {
+            return unchecked(compared);
+        };
+        let d: Vec<f64> = va.iter().zip(&vb).map(|(x, y)| x - y).collect();
+        let Some(i) = MeanInterval::of(&d) else {
+            return unchecked(compared);
+        };
+        let j = Judgement {
+            verdict: i.above(0.0),
+            difference: Some(i),
+            compared,
+        };
+        let rank = |v: Verdict| match v {
+            Verdict::DoesNotHold => 0,
+            Verdict::Inconclusive => 1,
+            Verdict::Holds => 2,
+        };
+        if worst
+            .as_ref()
+            .is_none_or(|w| rank(j.verdict) < rank(w.verdict))
+        {
+            worst = Some(j);
+        }
     }
-    let all: Vec<(String, f64)> = results
-        .iter()
-        .filter_map(|r| metric(r, &claim.metric).map(|v| (r.policy.clone(), v)))
-        .collect();
-    if let Some(l) = claim.lowest {
-        let min = all.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
-        return Some(min.0 == l.as_str());
-    }
-    if let Some(h) = claim.highest {
-        let max = all.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-        return Some(max.0 == h.as_str());
-    }
-    None
+    worst.unwrap_or_else(|| unchecked("nothing".into()))
 }
 
 /// One group of four in its three allocations.

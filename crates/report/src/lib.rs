@@ -7,6 +7,7 @@ pub mod perfetto;
 pub mod stats;
 pub mod table;
 pub mod timeline;
+pub mod verdict;
 pub mod write;
 
 pub use stats::Summary;

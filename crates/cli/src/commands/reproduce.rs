@@ -10,10 +10,11 @@ use smtsched_model::{load_workload, CpuSet, WorkloadProfile};
 use smtsched_os::configurations::{self, Common};
 use smtsched_os::experiment::Experiment;
 use smtsched_os::experiment::{
-    check, load_experiment, metric, policy_table, run_asymmetry, simulate, task_table,
-    ExperimentKind, EXPERIMENTS,
+    judge, load_experiment, metric, policy_table, run_asymmetry, simulate, task_table,
+    ExperimentKind, Judgement, PolicyRuns, EXPERIMENTS,
 };
 use smtsched_os::sim::SimConfig;
+use smtsched_report::verdict::Verdict;
 use smtsched_report::Table;
 use smtsched_uarch::Protocol;
 
@@ -64,8 +65,32 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 a.seed,
                 smtsched_model::KernelBuild::Smp,
             )?;
-            let results =
+            let mut results =
                 simulate(&m, orc.as_ref(), &set, &e.policies, reps, &cfg).map_err(bad_input)?;
+            let mut done = reps;
+            let cap = a.max_repetitions.max(reps);
+            let undecided = |r: &[PolicyRuns]| {
+                e.paper
+                    .claims
+                    .iter()
+                    .any(|c| judge(c, r).verdict == Verdict::Inconclusive)
+            };
+            while done < cap && undecided(&results) {
+                let more = done.min(cap - done);
+                eprintln!(
+                    "{}: a claim is inconclusive after {done} repetitions; running {more} more",
+                    e.name
+                );
+                let mut next = cfg.clone();
+                next.seed = cfg.seed + done as u64;
+                let extra = simulate(&m, orc.as_ref(), &set, &e.policies, more, &next)
+                    .map_err(bad_input)?;
+                for (r, x) in results.iter_mut().zip(extra) {
+                    r.runs.extend(x.runs);
+                }
+                done += more;
+            }
+            let reps = done;
             if a.json {
                 let v: Vec<_> = results
                     .iter()
@@ -75,7 +100,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                     .paper
                     .claims
                     .iter()
-                    .map(|c| serde_json::json!({"says": c.says, "holds": check(c, &results)}))
+                    .map(|c| serde_json::json!({"says": c.says, "judgement": judge(c, &results)}))
                     .collect();
                 return json_out(
                     &serde_json::json!({"experiment": e.name, "results": v, "paper": e.paper, "claims": claims}),
@@ -137,14 +162,13 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 ));
             }
             if !e.paper.claims.is_empty() {
-                report.push_str("\nClaims checked against this run:\n");
+                report
+                    .push_str("\nClaims (95% intervals of the difference over the repetitions):\n");
                 for c in &e.paper.claims {
-                    let mark = match check(c, &results) {
-                        Some(true) => "holds",
-                        Some(false) => "DOES NOT HOLD",
-                        None => "cannot be checked",
-                    };
-                    report.push_str(&format!("  [{mark}] {}\n", c.says));
+                    report.push_str(&format!(
+                        "  {}\n",
+                        judgement_line(&c.says, &judge(c, &results))
+                    ));
                 }
             }
         }
@@ -301,15 +325,39 @@ fn configurations(e: &Experiment, a: &ReproduceArgs) -> Result<String> {
         )));
     }
     let cells = spec.configs.len() * spec.variants.len().max(1);
-    let bar = counting_bar(cells as u64, "configurations")?;
-    bar.set_message(e.name.clone());
-    let r = configurations::run(spec, &set, &common, &|| bar.inc(1)).map_err(bad_input)?;
-    bar.finish_and_clear();
+    let run = |c: &Common| -> Result<configurations::ConfigResults> {
+        let bar = counting_bar(cells as u64, "configurations")?;
+        bar.set_message(format!("{} seeds {}..", e.name, c.seed));
+        let r = configurations::run(spec, &set, c, &|| bar.inc(1)).map_err(bad_input)?;
+        bar.finish_and_clear();
+        Ok(r)
+    };
+    let mut r = run(&common)?;
+    let cap = a.max_repetitions.max(common.repetitions) as usize;
+    let undecided = |r: &configurations::ConfigResults| {
+        spec.claims
+            .iter()
+            .any(|c| r.judge(c).verdict == Verdict::Inconclusive)
+    };
+    while r.repetitions() < cap && undecided(&r) {
+        let done = r.repetitions();
+        let more = done.min(cap - done);
+        eprintln!(
+            "{}: a claim is inconclusive after {done} repetitions; running {more} more",
+            e.name
+        );
+        r.extend(run(&Common {
+            seed: common.seed + done as u64,
+            repetitions: more as u32,
+            ..common
+        })?);
+    }
+    let repetitions = r.repetitions();
     if a.json {
         let claims: Vec<_> = spec
             .claims
             .iter()
-            .map(|c| serde_json::json!({"says": c.says, "holds": r.check(c)}))
+            .map(|c| serde_json::json!({"says": c.says, "judgement": r.judge(c)}))
             .collect();
         return Ok(serde_json::to_string_pretty(
             &serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper, "claims": claims}),
@@ -322,7 +370,7 @@ fn configurations(e: &Experiment, a: &ReproduceArgs) -> Result<String> {
         e.baseline,
         common.duration_s,
         spec.stagger_s,
-        common.repetitions,
+        repetitions,
         common.seed
     );
     text.push_str(&configurations::render(&r, &spec.claims));
@@ -331,4 +379,16 @@ fn configurations(e: &Experiment, a: &ReproduceArgs) -> Result<String> {
         text.push_str(&format!("  - {f}\n"));
     }
     Ok(text)
+}
+
+/// `[holds] says (plan - naive: 0.031 [0.012, 0.050] n=5)`.
+fn judgement_line(says: &str, j: &Judgement) -> String {
+    let interval = j.difference.map_or("a value is missing".into(), |i| {
+        configurations::interval_text(&i)
+    });
+    format!(
+        "[{}] {says} ({}: {interval})",
+        j.verdict.label(),
+        j.compared
+    )
 }
