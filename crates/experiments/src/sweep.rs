@@ -676,7 +676,9 @@ mod tests {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
         let n = 4;
-        let shards: Vec<Shard> = (1..=n).map(|i| format!("{i}/{n}").parse().unwrap()).collect();
+        let shards: Vec<Shard> = (1..=n)
+            .map(|i| format!("{i}/{n}").parse().unwrap())
+            .collect();
         // Every job in exactly one shard, shards within one job of each other in size.
         for job in 0..23 {
             assert_eq!(shards.iter().filter(|s| s.takes(job)).count(), 1);
