@@ -317,7 +317,8 @@ pub struct RunArgs {
 
 #[derive(Args, Debug)]
 pub struct ReproduceArgs {
-    /// Experiment name (see --list) or an experiment TOML file.
+    /// Experiment name (see --list), an experiment TOML file, or `all`: every experiment, with
+    /// a report (`-o DIR`).
     pub name: Option<String>,
     /// List the experiments.
     #[arg(long)]
@@ -348,9 +349,13 @@ pub struct ReproduceArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    /// Also write the report (the text printed) to this file.
-    #[arg(long, short = 'o', value_name = "FILE")]
+    /// Also write the report (the text printed) to this file; with `all`, a directory for
+    /// report.html (self-contained), report.md and report.json.
+    #[arg(long, short = 'o', value_name = "FILE|DIR")]
     pub output: Option<std::path::PathBuf>,
+    /// With `all`: only these experiments (comma-separated names).
+    #[arg(long, value_name = "LIST")]
+    pub only: Option<String>,
 }
 
 /// A number from 0 to 1 (finite).

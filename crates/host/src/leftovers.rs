@@ -255,6 +255,11 @@ mod tests {
         // A child that has exited and that nobody has reaped: a zombie, as a SIGKILLed
         // command is until its parent waits.
         let mut child = std::process::Command::new("true").spawn().unwrap();
+        let ours = tempfile::Builder::new()
+            .prefix("smtsched-test-")
+            .tempdir()
+            .unwrap();
+        let theirs = tempfile::Builder::new().prefix("other-").tempdir().unwrap();
         let pid = child.id() as i32;
         while !crate::procgroup::is_zombie(pid) {
             std::thread::sleep(std::time::Duration::from_millis(5));
@@ -268,6 +273,8 @@ mod tests {
                 path: setting.clone(),
                 original: "original".into(),
             }],
+            // A directory of ours is removed; one that is not (whatever the file says) stays.
+            dirs: vec![ours.path().to_path_buf(), theirs.path().to_path_buf()],
         };
         std::fs::write(
             dir.path().join(format!("x-{pid}.json")),
@@ -275,8 +282,9 @@ mod tests {
         )
         .unwrap();
         let done = clean_up_after_dead(dir.path());
-        assert_eq!(done.len(), 1, "{done:?}");
+        assert_eq!(done.len(), 2, "{done:?}");
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "original\n");
+        assert!(!ours.path().exists() && theirs.path().exists());
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),
             1,

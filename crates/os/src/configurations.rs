@@ -676,15 +676,37 @@ mod tests {
     }
 
     #[test]
-    fn claims_compare_means_over_repetitions() {
-        // a: 5 and 7 (mean 6); b: 3 and 5 (mean 4): a / b = 1.5.
+    fn claims_are_judged_on_the_interval_of_per_repetition_ratios() {
+        // a: 5 and 7; b: 3 and 5: ratios 5/3 and 7/5, mean 1.5333, sd 0.18856; with
+        // t(0.975, 1) = 12.706 the interval is 1.5333 -+ 12.706 x 0.18856 / sqrt 2 =
+        // [-0.161, 3.228].
         let r = results(Some(5.0), Some(3.0));
         assert_eq!(r.mean("r", "a", ConfigMetric::MegabitsPerS), Some(6.0));
-        assert_eq!(r.check(&claim(&["a", "b"], [1.4, 1.6])), Some(true));
-        assert_eq!(r.check(&claim(&["a", "b"], [1.6, 2.0])), Some(false));
-        assert_eq!(r.check(&claim(&["a"], [6.0, 6.0])), Some(true));
+        let j = r.judge(&claim(&["a", "b"], [1.4, 1.6]));
+        let i = j.rows[0].1.unwrap();
+        assert!((i.mean - 23.0 / 15.0).abs() < 1e-12);
+        assert!(
+            (i.lo + 0.1608).abs() < 1e-3 && (i.hi - 3.2275).abs() < 1e-3,
+            "{i:?}"
+        );
+        assert_eq!(j.verdict, Verdict::Inconclusive);
+        assert_eq!(
+            r.judge(&claim(&["a", "b"], [5.0, 6.0])).verdict,
+            Verdict::DoesNotHold
+        );
+        assert_eq!(
+            r.judge(&claim(&["a", "b"], [-1.0, 4.0])).verdict,
+            Verdict::Holds
+        );
+        // One configuration: its values, 5 and 7: 6 -+ 12.706.
+        assert_eq!(
+            r.judge(&claim(&["a"], [-7.0, 19.0])).verdict,
+            Verdict::Holds
+        );
         // A value missing in any repetition leaves the claim unchecked, not decided.
         let r = results(Some(5.0), None);
-        assert_eq!(r.check(&claim(&["a", "b"], [0.0, 10.0])), None);
+        let j = r.judge(&claim(&["a", "b"], [0.0, 10.0]));
+        assert_eq!(j.verdict, Verdict::Inconclusive);
+        assert!(j.rows[0].1.is_none());
     }
 }

@@ -96,6 +96,79 @@ pub fn placement_svg(rows: &[PlacementBar], title: &str) -> Result<String, Strin
     Ok(svg)
 }
 
+/// One bar per row at its mean with a whisker over its 95% interval (clipped to the axis when
+/// unbounded: one repetition), e.g. each policy's system speedup over the seeds.
+pub fn interval_svg(
+    rows: &[(String, crate::verdict::MeanInterval)],
+    title: &str,
+    y_label: &str,
+) -> Result<String, String> {
+    if rows.is_empty() {
+        return Err("no bars to draw".into());
+    }
+    let finite = |v: f64, fallback: f64| if v.is_finite() { v } else { fallback };
+    let top = rows
+        .iter()
+        .map(|(_, i)| finite(i.hi, i.mean))
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.15;
+    let mut svg = String::new();
+    {
+        let width = (160 + 70 * rows.len() as u32).max(420);
+        let root = SVGBackend::with_string(&mut svg, (width, 360)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let n = rows.len() as i32;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .caption(title, ("sans-serif", 16))
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+            .map_err(|e| e.to_string())?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .y_desc(y_label)
+            .x_label_formatter(&|x| match x {
+                SegmentValue::CenterOf(i) => {
+                    rows.get(*i as usize).map_or(String::new(), |r| r.0.clone())
+                }
+                _ => String::new(),
+            })
+            .draw()
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
+                let i = i as i32;
+                let mut bar = Rectangle::new(
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), v.mean),
+                    ],
+                    RGBColor(0, 114, 178).filled(),
+                );
+                bar.set_margin(0, 0, 10, 10);
+                bar
+            }))
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
+                ErrorBar::new_vertical(
+                    SegmentValue::CenterOf(i as i32),
+                    finite(v.lo, 0.0).max(0.0),
+                    v.mean,
+                    finite(v.hi, top).min(top),
+                    BLACK.stroke_width(1),
+                    10,
+                )
+            }))
+            .map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +190,23 @@ mod tests {
         assert_eq!(svg.matches("#0072B2").count(), 3);
         assert_eq!(svg.matches("#D55E00").count(), 3);
         assert!(placement_svg(&[], "t").is_err());
+    }
+
+    #[test]
+    fn interval_bars_name_each_row() {
+        use crate::verdict::MeanInterval;
+        let rows = vec![
+            (
+                "naive".to_string(),
+                MeanInterval::of(&[1.2, 1.3, 1.25]).unwrap(),
+            ),
+            ("plan".to_string(), MeanInterval::of(&[1.4]).unwrap()),
+        ];
+        let svg = interval_svg(&rows, "system speedup", "speedup").unwrap();
+        for name in ["naive", "plan", "system speedup"] {
+            assert!(svg.contains(name), "{name} missing");
+        }
+        assert_eq!(svg.matches("#0072B2").count(), 2);
+        assert!(interval_svg(&[], "t", "y").is_err());
     }
 }

@@ -8,6 +8,7 @@ mod describe;
 pub mod host;
 mod matrix;
 mod reproduce;
+mod reproduce_all;
 mod run;
 mod sched;
 mod server;

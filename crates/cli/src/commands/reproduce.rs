@@ -28,7 +28,49 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         return out(&t.render());
     }
     let name = a.name.as_deref().expect("checked above");
-    let mut e = load_experiment(name)?;
+    if name == "all" {
+        return super::reproduce_all::run(&a);
+    }
+    let e = load_experiment(name)?;
+    let o = run_one(e, &a)?;
+    if a.json {
+        return json_out(&o.json);
+    }
+    if let Some(p) = &a.output {
+        write_file(p, o.text.as_bytes())?;
+    }
+    out(&o.text)
+}
+
+/// One experiment's result: the report printed, its JSON, each claim's verdict, figures.
+pub struct Outcome {
+    pub name: String,
+    pub machine: String,
+    pub title: String,
+    pub source: String,
+    pub text: String,
+    pub json: serde_json::Value,
+    pub claims: Vec<ClaimOutcome>,
+    /// (caption, SVG).
+    pub figures: Vec<(String, String)>,
+    pub seconds: f64,
+}
+
+/// A claim as a report shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ClaimOutcome {
+    pub says: String,
+    pub verdict: Verdict,
+    /// The interval or value it rests on, as text.
+    pub evidence: String,
+}
+
+/// Runs experiment `e` with `a`'s overrides.
+pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
+    let started = std::time::Instant::now();
+    let mut claims: Vec<ClaimOutcome> = Vec::new();
+    let mut figures: Vec<(String, String)> = Vec::new();
+    let json: serde_json::Value;
     if let Some(b) = &a.baseline {
         e.baseline = b
             .parse()
@@ -91,20 +133,43 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 done += more;
             }
             let reps = done;
-            if a.json {
+            {
                 let v: Vec<_> = results
                     .iter()
-                    .map(|p| serde_json::json!({"policy": p.policy, "summaries": p.runs.iter().map(|r| r.summary()).collect::<Vec<_>>(), "runs": p.runs}))
+                    .map(|p| serde_json::json!({"policy": p.policy, "summaries": p.runs.iter().map(|r| r.summary()).collect::<Vec<_>>(), "runs": if a.json { serde_json::to_value(&p.runs).unwrap_or_default() } else { serde_json::Value::Null }}))
                     .collect();
-                let claims: Vec<_> = e
+                let judged: Vec<_> = e
                     .paper
                     .claims
                     .iter()
                     .map(|c| serde_json::json!({"says": c.says, "judgement": judge(c, &results)}))
                     .collect();
-                return json_out(
-                    &serde_json::json!({"experiment": e.name, "results": v, "paper": e.paper, "claims": claims}),
-                );
+                json = serde_json::json!({"experiment": e.name, "results": v, "paper": e.paper, "claims": judged});
+            }
+            for c in &e.paper.claims {
+                let j = judge(c, &results);
+                claims.push(ClaimOutcome {
+                    says: c.says.clone(),
+                    verdict: j.verdict,
+                    evidence: judgement_line(&c.says, &j),
+                });
+            }
+            let speedups: Vec<(String, smtsched_report::verdict::MeanInterval)> = results
+                .iter()
+                .filter_map(|r| {
+                    let v = smtsched_os::experiment::metric_values(r, "system_speedup")?;
+                    Some((
+                        r.policy.clone(),
+                        smtsched_report::verdict::MeanInterval::of(&v)?,
+                    ))
+                })
+                .collect();
+            if let Ok(svg) = smtsched_report::bars::interval_svg(
+                &speedups,
+                &format!("{}: system speedup per policy (mean, 95% interval)", e.name),
+                "system speedup",
+            ) {
+                figures.push(("System speedup per policy".into(), svg));
             }
             report.push_str(&format!(
                 "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}\n\n",
@@ -186,11 +251,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 timeshare_rounds: 1,
             };
             let r = run_asymmetry(&m, &profiles, &proto, &|| {}).map_err(bad_input)?;
-            if a.json {
-                return json_out(
-                    &serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper}),
-                );
-            }
+            json = serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper});
             let mut t = Table::new(["group", "{AB|CD}", "{AC|BD}", "{AD|BC}", "best/worst"]);
             let mut groups = r.groups.clone();
             groups.sort_by(|x, y| y.best_over_worst.total_cmp(&x.best_over_worst));
@@ -243,16 +304,35 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
             let r = smtsched_os::pairs::run(&m, &e.workloads, &e.pairs, a.seed, &|| bar.inc(1))
                 .map_err(bad_input)?;
             bar.finish_and_clear();
-            if a.json {
-                let claims: Vec<_> = e
+            {
+                let judged: Vec<_> = e
                     .pairs
                     .claims
                     .iter()
                     .map(|c| serde_json::json!({"says": c.says, "value": smtsched_os::pairs::claim_value(&r, c)}))
                     .collect();
-                return json_out(
-                    &serde_json::json!({"experiment": e.name, "results": r, "paper": e.paper, "claims": claims}),
-                );
+                json = serde_json::json!({"experiment": e.name, "results": r, "paper": e.paper, "claims": judged});
+            }
+            // One seed's matrices: a value, not an interval.
+            for c in &e.pairs.claims {
+                let v = smtsched_os::pairs::claim_value(&r, c);
+                let verdict = match v {
+                    Some(x) if x >= c.within[0] && x <= c.within[1] => Verdict::Holds,
+                    Some(_) => Verdict::DoesNotHold,
+                    None => Verdict::Inconclusive,
+                };
+                claims.push(ClaimOutcome {
+                    says: c.says.clone(),
+                    verdict,
+                    evidence: format!(
+                        "[{}] {} (one seed: {} in [{}, {}])",
+                        verdict.label(),
+                        c.says,
+                        v.map_or("-".into(), |x| format!("{x:.3}")),
+                        c.within[0],
+                        c.within[1]
+                    ),
+                });
             }
             report.push_str(&format!(
                 "{} workloads on {}, seed {}, {} + {} instructions per window\n\n",
@@ -269,10 +349,9 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
             }
         }
         ExperimentKind::Configurations => {
-            let text = configurations(&e, &a)?;
-            if a.json {
-                return out(&text);
-            }
+            let (text, value, judged) = configurations(&e, a)?;
+            json = value;
+            claims = judged;
             report.push_str(&text);
         }
         ExperimentKind::FedorovaCpi
@@ -286,19 +365,31 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
                 &super::cachemodel::progress,
             )?;
             if a.json {
-                return out(&text);
+                json = serde_json::from_str(&text)?;
+            } else {
+                json = serde_json::json!({"experiment": e.name, "paper": e.paper});
+                report.push_str(&text);
             }
-            report.push_str(&text);
         }
     }
-    if let Some(p) = &a.output {
-        write_file(p, report.as_bytes())?;
-    }
-    out(&report)
+    Ok(Outcome {
+        name: e.name.clone(),
+        machine: e.machine.clone(),
+        title: e.title.clone(),
+        source: e.source.clone(),
+        text: report,
+        json,
+        claims,
+        figures,
+        seconds: started.elapsed().as_secs_f64(),
+    })
 }
 
-/// A configurations experiment: the report text, or its JSON with `--json`.
-fn configurations(e: &Experiment, a: &ReproduceArgs) -> Result<String> {
+/// A configurations experiment: the report text, its JSON, and its claims' verdicts.
+fn configurations(
+    e: &Experiment,
+    a: &ReproduceArgs,
+) -> Result<(String, serde_json::Value, Vec<ClaimOutcome>)> {
     let set = e.task_set();
     let spec = &e.configurations;
     let overrides: Vec<Override> = e
@@ -353,16 +444,45 @@ fn configurations(e: &Experiment, a: &ReproduceArgs) -> Result<String> {
         })?);
     }
     let repetitions = r.repetitions();
-    if a.json {
-        let claims: Vec<_> = spec
-            .claims
-            .iter()
-            .map(|c| serde_json::json!({"says": c.says, "judgement": r.judge(c)}))
-            .collect();
-        return Ok(serde_json::to_string_pretty(
-            &serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper, "claims": claims}),
-        )? + "\n");
-    }
+    let judged: Vec<_> = spec
+        .claims
+        .iter()
+        .map(|c| serde_json::json!({"says": c.says, "judgement": r.judge(c)}))
+        .collect();
+    let json =
+        serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper, "claims": judged});
+    let claims = spec
+        .claims
+        .iter()
+        .map(|c| {
+            let j = r.judge(c);
+            let rows: Vec<String> = j
+                .rows
+                .iter()
+                .map(|(row, i)| {
+                    let v = i.map_or("-".into(), |i| configurations::interval_text(&i));
+                    if row.is_empty() {
+                        v
+                    } else {
+                        format!("{row} {v}")
+                    }
+                })
+                .collect();
+            ClaimOutcome {
+                says: c.says.clone(),
+                verdict: j.verdict,
+                evidence: format!(
+                    "[{}] {} ({} in [{}, {}]: {})",
+                    j.verdict.label(),
+                    c.says,
+                    c.ratio.join(" / "),
+                    c.within[0],
+                    c.within[1],
+                    rows.join(", ")
+                ),
+            }
+        })
+        .collect();
     let mut text = format!(
         "{} on {} ({:?} baseline), {} s simulated ({} s stagger) x {} repetition(s), seed {}\n\n",
         set.tasks[0].display_name(),
@@ -378,7 +498,7 @@ fn configurations(e: &Experiment, a: &ReproduceArgs) -> Result<String> {
     for f in &e.paper.findings {
         text.push_str(&format!("  - {f}\n"));
     }
-    Ok(text)
+    Ok((text, json, claims))
 }
 
 /// `[holds] says (plan - naive: 0.031 [0.012, 0.050] n=5)`.

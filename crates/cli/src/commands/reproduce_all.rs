@@ -1,0 +1,270 @@
+//! `reproduce all [-o DIR]`: every experiment in turn, then one report — `report.html` (one
+//! self-contained file: inline SVG, no external assets, the raw results embedded as JSON),
+//! `report.md` and `report.json` — with the counts of claims that hold, do not hold and are
+//! inconclusive at the top, and per experiment its claims, tables, figures, machine, seed and time.
+
+use super::reproduce::{run_one, Outcome};
+use super::{out, write_file};
+use crate::args::ReproduceArgs;
+use crate::errors::bad_input;
+use anyhow::Result;
+use serde::Serialize;
+use smtsched_os::experiment::{load_experiment, EXPERIMENTS};
+use smtsched_report::verdict::Verdict;
+use smtsched_report::Table;
+use std::path::Path;
+
+#[derive(Serialize)]
+struct Counts {
+    holds: usize,
+    does_not_hold: usize,
+    inconclusive: usize,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    format: &'static str,
+    version: &'static str,
+    seed: u64,
+    seconds: f64,
+    counts: Counts,
+    experiments: Vec<ExperimentReport<'a>>,
+}
+
+#[derive(Serialize)]
+struct ExperimentReport<'a> {
+    name: &'a str,
+    title: &'a str,
+    source: &'a str,
+    machine: &'a str,
+    seconds: f64,
+    claims: &'a [super::reproduce::ClaimOutcome],
+    result: &'a serde_json::Value,
+}
+
+pub fn run(a: &ReproduceArgs) -> Result<()> {
+    if let Some(d) = &a.output {
+        std::fs::create_dir_all(d).map_err(|e| bad_input(format!("-o {}: {e}", d.display())))?;
+    }
+    let names: Vec<&str> = match &a.only {
+        Some(list) => list.split(',').map(str::trim).collect(),
+        None => EXPERIMENTS.iter().map(|p| p.name).collect(),
+    };
+    // Every experiment loads before any runs: a bad name costs nothing.
+    let experiments = names
+        .iter()
+        .map(|n| load_experiment(n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let started = std::time::Instant::now();
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    for (i, e) in experiments.into_iter().enumerate() {
+        eprintln!("[{}/{}] {} ...", i + 1, names.len(), e.name);
+        let o = run_one(e, a)?;
+        eprintln!(
+            "[{}/{}] {}: {} claim(s), {:.1} s",
+            i + 1,
+            names.len(),
+            o.name,
+            o.claims.len(),
+            o.seconds
+        );
+        outcomes.push(o);
+    }
+    let count = |v: Verdict| {
+        outcomes
+            .iter()
+            .flat_map(|o| &o.claims)
+            .filter(|c| c.verdict == v)
+            .count()
+    };
+    let report = Report {
+        format: "smtsched-reproduce-report-1",
+        version: env!("CARGO_PKG_VERSION"),
+        seed: a.seed,
+        seconds: started.elapsed().as_secs_f64(),
+        counts: Counts {
+            holds: count(Verdict::Holds),
+            does_not_hold: count(Verdict::DoesNotHold),
+            inconclusive: count(Verdict::Inconclusive),
+        },
+        experiments: outcomes
+            .iter()
+            .map(|o| ExperimentReport {
+                name: &o.name,
+                title: &o.title,
+                source: &o.source,
+                machine: &o.machine,
+                seconds: o.seconds,
+                claims: &o.claims,
+                result: &o.json,
+            })
+            .collect(),
+    };
+    if let Some(d) = &a.output {
+        write_report(d, &report, &outcomes)?;
+    }
+    out(&summary_table(&report))
+}
+
+fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result<()> {
+    let json = serde_json::to_string_pretty(report)? + "\n";
+    let files = [
+        ("report.html", html(report, outcomes, &json)),
+        ("report.md", markdown(report, outcomes)),
+        ("report.json", json.clone()),
+    ];
+    for (name, text) in files {
+        write_file(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+fn summary_table(r: &Report) -> String {
+    let mut t = Table::new([
+        "experiment",
+        "holds",
+        "does not hold",
+        "inconclusive",
+        "seconds",
+    ]);
+    for e in &r.experiments {
+        let n = |v: Verdict| {
+            e.claims
+                .iter()
+                .filter(|c| c.verdict == v)
+                .count()
+                .to_string()
+        };
+        t.row([
+            e.name.to_string(),
+            n(Verdict::Holds),
+            n(Verdict::DoesNotHold),
+            n(Verdict::Inconclusive),
+            format!("{:.1}", e.seconds),
+        ]);
+    }
+    format!(
+        "{} claims: {} hold, {} do not hold, {} inconclusive ({:.0} s)\n\n{}",
+        r.counts.holds + r.counts.does_not_hold + r.counts.inconclusive,
+        r.counts.holds,
+        r.counts.does_not_hold,
+        r.counts.inconclusive,
+        r.seconds,
+        t.render()
+    )
+}
+
+fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
+    let mut md = format!(
+        "# smtsched reproduce all\n\nsmtsched {}, seed {}, {:.0} s. Claims: **{} hold**, **{} do \
+         not hold**, **{} inconclusive**.\n\n",
+        r.version, r.seed, r.seconds, r.counts.holds, r.counts.does_not_hold, r.counts.inconclusive
+    );
+    for o in outcomes {
+        md.push_str(&format!(
+            "## {} — {}\n\nSource: {}. Machine {}, {:.1} s.\n\n",
+            o.name, o.title, o.source, o.machine, o.seconds
+        ));
+        for c in &o.claims {
+            md.push_str(&format!("- {}\n", c.evidence));
+        }
+        md.push_str(&format!("\n```text\n{}\n```\n\n", o.text.trim_end()));
+    }
+    md
+}
+
+/// Text safe inside HTML elements and attributes.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Holds => "holds",
+        Verdict::DoesNotHold => "fails",
+        Verdict::Inconclusive => "open",
+    }
+}
+
+fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
+    let mut body = format!(
+        "<h1>smtsched: what of the seed papers reproduces</h1>\n<p class=\"meta\">smtsched {} · \
+         seed {} · {:.0} s</p>\n<p class=\"counts\"><span class=\"holds\">{} hold</span> \
+         <span class=\"fails\">{} do not hold</span> <span class=\"open\">{} inconclusive</span></p>\n<nav><ul>\n",
+        esc(r.version),
+        r.seed,
+        r.seconds,
+        r.counts.holds,
+        r.counts.does_not_hold,
+        r.counts.inconclusive
+    );
+    for o in outcomes {
+        body.push_str(&format!(
+            "<li><a href=\"#{0}\">{0}</a> — {1}</li>\n",
+            esc(&o.name),
+            esc(&o.title)
+        ));
+    }
+    body.push_str("</ul></nav>\n");
+    for o in outcomes {
+        body.push_str(&format!(
+            "<section id=\"{}\">\n<h2>{}</h2>\n<p>{}</p>\n<p class=\"meta\">source: {} · \
+             machine {} · {:.1} s</p>\n",
+            esc(&o.name),
+            esc(&o.name),
+            esc(&o.title),
+            esc(&o.source),
+            esc(&o.machine),
+            o.seconds
+        ));
+        if !o.claims.is_empty() {
+            body.push_str("<ul class=\"claims\">\n");
+            for c in &o.claims {
+                body.push_str(&format!(
+                    "<li class=\"{}\">{}</li>\n",
+                    verdict_class(c.verdict),
+                    esc(&c.evidence)
+                ));
+            }
+            body.push_str("</ul>\n");
+        }
+        for (caption, svg) in &o.figures {
+            // An SVG document's own XML declaration is not allowed inline.
+            let svg = svg.trim_start_matches(|c| c != '<');
+            let svg = match svg.strip_prefix("<?xml") {
+                Some(rest) => rest.split_once("?>").map_or(svg, |(_, s)| s.trim_start()),
+                None => svg,
+            };
+            body.push_str(&format!(
+                "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+                esc(caption)
+            ));
+        }
+        body.push_str(&format!(
+            "<details><summary>Tables</summary><pre>{}</pre></details>\n</section>\n",
+            esc(&o.text)
+        ));
+    }
+    // `</` would end the script element early.
+    let data = json.replace("</", "<\\/");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>smtsched \
+         reproduce all</title>\n<style>\n{STYLE}</style></head>\n<body>\n{body}<script \
+         type=\"application/json\" id=\"results\">{data}</script>\n</body></html>\n"
+    )
+}
+
+const STYLE: &str =
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+.meta{color:#555;font-size:90%}
+.counts span{font-size:130%;font-weight:bold;margin-right:1em;padding:.2em .5em;border-radius:4px}
+.holds{background:#e0f0ff}.fails{background:#ffe6d5}.open{background:#eee}
+ul.claims li{margin:.3em 0;padding:.2em .5em;border-radius:3px;list-style:none}
+pre{font-size:80%;overflow-x:auto;background:#f7f7f7;padding:.5em}
+figure{margin:1em 0}svg{max-width:100%;height:auto}
+section{border-top:1px solid #ccc;margin-top:2em}
+";

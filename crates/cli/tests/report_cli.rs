@@ -1,0 +1,129 @@
+//! `reproduce all -o DIR`: the report a user opens — one self-contained HTML file that a real
+//! browser (Debian's headless Chromium) renders without console errors, and its JSON and
+//! Markdown twins, whose claim counts add up to the claims of the experiments run.
+
+mod util;
+
+use std::path::Path;
+use std::process::Command;
+use util::smtsched;
+
+const CHROMIUM: &str = "chromium-headless-shell";
+
+/// Renders `html` to a PNG with headless Chromium; returns the browser's console messages.
+fn render(html: &Path, png: &Path) -> Vec<String> {
+    let out = Command::new(CHROMIUM)
+        .args([
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1200,1600",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("{CHROMIUM}: {e} (install Debian's chromium-headless-shell, as .ci/run does)")
+        });
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Distinct colours of a PNG's pixels (RGB), up to a few.
+fn colours(png: &Path) -> usize {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let mut seen = std::collections::BTreeSet::new();
+    for px in buf[..info.buffer_size()].chunks(channels) {
+        seen.insert((px[0], px[1], px[2]));
+        if seen.len() > 16 {
+            break;
+        }
+    }
+    seen.len()
+}
+
+#[test]
+fn the_console_check_sees_a_broken_page() {
+    // The check below is only as good as its detector: a page with a script error must fail it.
+    let dir = tempfile::tempdir().unwrap();
+    let html = dir.path().join("bad.html");
+    std::fs::write(
+        &html,
+        "<!DOCTYPE html><html><body><p>x</p><script>nosuchfn();</script></body></html>",
+    )
+    .unwrap();
+    let console = render(&html, &dir.path().join("bad.png"));
+    assert!(
+        console.iter().any(|l| l.contains("nosuchfn")),
+        "{console:?}"
+    );
+}
+
+#[test]
+fn reproduce_all_writes_a_report_that_renders_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = smtsched(
+        d,
+        &[
+            "reproduce",
+            "all",
+            "--only",
+            "thesis-set-a,thesis-http",
+            "--max-repetitions",
+            "3",
+            "-o",
+            "rep",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rep = d.join("rep");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rep.join("report.json")).unwrap()).unwrap();
+    let experiments = v["experiments"].as_array().unwrap();
+    assert_eq!(experiments.len(), 2);
+    // The counts at the top are the experiments' claims by verdict (set A has 4, Table 5.3 4).
+    let claims: Vec<&serde_json::Value> = experiments
+        .iter()
+        .flat_map(|e| e["claims"].as_array().unwrap())
+        .collect();
+    assert_eq!(claims.len(), 8);
+    for (key, verdict) in [
+        ("holds", "holds"),
+        ("does_not_hold", "does-not-hold"),
+        ("inconclusive", "inconclusive"),
+    ] {
+        let n = claims.iter().filter(|c| c["verdict"] == verdict).count();
+        assert_eq!(v["counts"][key], n, "{key}");
+    }
+    let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
+    // Self-contained: no external resources; the results embedded.
+    for external in ["src=\"http", "href=\"http", "<link", "url("] {
+        assert!(!html.contains(external), "{external}");
+    }
+    assert!(html.contains("id=\"results\"") && html.contains("<svg"));
+    let top = format!("{} hold</span>", v["counts"]["holds"]);
+    assert!(html.contains(&top), "{top}");
+    assert!(std::fs::metadata(rep.join("report.html")).unwrap().len() < 5 << 20);
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(md.contains("## thesis-set-a") && md.contains("## thesis-http"));
+    // A real browser renders it: no console message, and a screenshot that is not blank.
+    let png = d.join("report.png");
+    let console = render(&rep.join("report.html"), &png);
+    assert!(console.is_empty(), "{console:?}");
+    assert!(colours(&png) > 4, "the screenshot is (nearly) one colour");
+}
