@@ -97,6 +97,27 @@ fn a_matrix_file_drives_the_os_simulator() {
         ],
     );
     assert_bad_input(&o, &["art-like", "not in the matrix"]);
+    // A workload given as a file is matched by its profile's name, as the matrix stores it.
+    std::fs::write(
+        d.join("g.toml"),
+        include_str!("../../../workloads/spec2000/gzip-like.toml"),
+    )
+    .unwrap();
+    let o = smtsched(
+        d,
+        &[
+            "run",
+            "-t",
+            "g.toml,mcf-like",
+            "--duration",
+            "20",
+            "--run-seconds",
+            "2",
+            "--oracle",
+            "measured:m.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

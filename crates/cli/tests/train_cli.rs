@@ -435,3 +435,25 @@ fn bad_input_is_one_line_and_exit_2() {
     // Nothing was written by the failures.
     assert!(!d.join("x.csv").exists());
 }
+
+#[test]
+fn a_workload_named_with_a_comma_and_quotes_survives_windows_then_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // gzip-like under another name: the windows file quotes it, and the fit reads it back.
+    let gzip = include_str!("../../../workloads/spec2000/gzip-like.toml").replacen(
+        "name = \"gzip-like\"",
+        "name = \"gzip, \\\"the\\\" compressor\"",
+        1,
+    );
+    assert!(gzip.contains("gzip, \\\"the\\\" compressor"));
+    std::fs::write(d.join("odd.toml"), gzip).unwrap();
+    let o = small_windows(d, "odd.toml,mcf-like,swim-like,vortex-like", "w.csv", "2");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(d.join("w.csv")).unwrap();
+    assert!(csv.contains("\"gzip, \"\"the\"\" compressor\""), "{csv}");
+    let o = smtsched(d, &["train", "fit", "w.csv", "-o", "m.toml"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Every window was read: 4 subjects x 3 backgrounds x 2 runs x 10 windows.
+    assert!(stdout(&o).contains("240 windows"), "{}", stdout(&o));
+}

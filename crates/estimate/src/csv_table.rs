@@ -1,49 +1,70 @@
-//! The comma-separated files the estimator reads (windows and counter samples): `#` comments
-//! (`# key: value` ones before the header are kept), one header row, then rows with as many
-//! cells as the header. Errors name the file, the line and the column.
+//! The comma-separated files the estimator reads (windows and counter samples), read with the
+//! csv crate (quoted fields may hold commas, quotes and line breaks): `#` comments (`# key:
+//! value` ones before the header are kept), one header row, then rows with as many cells as the
+//! header. Errors name the file, the line and the column.
 
 use crate::error::EstimateError;
+
+/// The 1-based line of byte `offset` of `text`.
+fn line_at(text: &str, offset: u64) -> usize {
+    let bytes = text.as_bytes();
+    let mut end = (offset as usize).min(bytes.len());
+    // A record's position may be at the blank lines the reader skipped before it.
+    while end < bytes.len() && (bytes[end] == b'\n' || bytes[end] == b'\r') {
+        end += 1;
+    }
+    bytes[..end].iter().filter(|&&b| b == b'\n').count() + 1
+}
 
 /// A parsed file: header, metadata comments and rows, cells trimmed.
 pub(crate) struct CsvTable<'a> {
     file: &'a str,
-    pub header: Vec<&'a str>,
+    pub header: Vec<String>,
     /// `# key: value` comments before the header.
     pub meta: Vec<(String, String)>,
-    pub rows: Vec<CsvRow<'a>>,
+    pub rows: Vec<CsvRow>,
 }
 
-/// One data row and the line it came from (1-based).
-pub(crate) struct CsvRow<'a> {
+/// One data row and the line it starts on (1-based).
+pub(crate) struct CsvRow {
     pub line: usize,
-    pub cells: Vec<&'a str>,
+    pub cells: Vec<String>,
 }
 
 impl<'a> CsvTable<'a> {
     /// Splits `text` into header and rows; `Ok(None)` when it has no header row.
     pub fn parse(text: &'a str, file: &'a str) -> Result<Option<Self>, EstimateError> {
+        // The comments before the header carry metadata; the csv reader skips every comment.
+        let meta = text
+            .lines()
+            .map(|l| l.trim_end_matches('\r'))
+            .take_while(|l| l.trim().is_empty() || l.starts_with('#'))
+            .filter_map(|l| l.strip_prefix('#')?.split_once(':'))
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+            .collect();
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .comment(Some(b'#'))
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(text.as_bytes());
         let mut table: Option<CsvTable<'a>> = None;
-        let mut meta = Vec::new();
-        for (k, line) in text.lines().enumerate() {
-            let line_no = k + 1;
-            let line = line.trim_end_matches('\r');
-            if line.trim().is_empty() {
-                continue;
-            }
-            if let Some(c) = line.strip_prefix('#') {
-                if table.is_none() {
-                    if let Some((k, v)) = c.split_once(':') {
-                        meta.push((k.trim().to_string(), v.trim().to_string()));
-                    }
-                }
-                continue;
-            }
-            let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        let mut meta = Some(meta);
+        for record in reader.records() {
+            let record = record.map_err(|e| EstimateError::BadLine {
+                file: file.into(),
+                line: e.position().map_or(0, |p| line_at(text, p.byte())),
+                reason: e.to_string(),
+            })?;
+            // The line a record starts on, counted from its byte offset (comment and blank
+            // lines included, as an editor shows them).
+            let line = record.position().map_or(0, |p| line_at(text, p.byte()));
+            let cells: Vec<String> = record.iter().map(str::to_string).collect();
             let Some(t) = &mut table else {
                 table = Some(CsvTable {
                     file,
                     header: cells,
-                    meta: std::mem::take(&mut meta),
+                    meta: meta.take().unwrap_or_default(),
                     rows: Vec::new(),
                 });
                 continue;
@@ -51,14 +72,11 @@ impl<'a> CsvTable<'a> {
             if cells.len() != t.header.len() {
                 return Err(EstimateError::BadLine {
                     file: file.into(),
-                    line: line_no,
+                    line,
                     reason: format!("{} cells, the header has {}", cells.len(), t.header.len()),
                 });
             }
-            t.rows.push(CsvRow {
-                line: line_no,
-                cells,
-            });
+            t.rows.push(CsvRow { line, cells });
         }
         Ok(table)
     }

@@ -88,7 +88,7 @@ pub fn parse_samples(text: &str, file: &str) -> Result<SampleFile, EstimateError
         let run: u32 = cells[r]
             .parse()
             .map_err(|_| bad(r, format!("{:?} is not a run number", cells[r])))?;
-        let subj = match cells[th] {
+        let subj = match cells[th].as_str() {
             "subj" => true,
             "back" => false,
             other => return Err(bad(th, format!("{other:?}: expected subj or back"))),

@@ -9,6 +9,7 @@
 
 use crate::csv_table::CsvTable;
 use crate::error::EstimateError;
+use smtsched_model::matrix::MAX_PR;
 use smtsched_os::estimate::{CounterEvent, Epc, Feature, Side};
 use smtsched_os::oracle::epc_of;
 use smtsched_uarch::ThreadCounters;
@@ -319,25 +320,15 @@ pub const FIXED_COLUMNS: &[&str] = &[
 /// The windows as CSV: `# key: value` lines, a header, one row per window. Numbers are written
 /// in the shortest form that reads back to the same value.
 pub fn to_csv(set: &WindowSet) -> String {
-    let mut s = String::new();
-    for (k, v) in &set.meta {
-        s.push_str(&format!("# {k}: {v}\n"));
-    }
-    let header: Vec<String> = FIXED_COLUMNS
+    let preamble: Vec<String> = set.meta.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+    let names = feature_names();
+    let header: Vec<&str> = FIXED_COLUMNS
         .iter()
-        .map(|c| c.to_string())
-        .chain(feature_names())
+        .copied()
+        .chain(names.iter().map(String::as_str))
         .collect();
-    s.push_str(&header.join(","));
-    s.push('\n');
-    let num = |x: f64| {
-        if x.is_nan() {
-            String::new()
-        } else {
-            format!("{x}")
-        }
-    };
-    for r in &set.rows {
+    let num = smtsched_report::csv::num;
+    let rows = set.rows.iter().map(|r| {
         let mut cells = vec![
             r.subject.clone(),
             r.background.clone(),
@@ -349,11 +340,16 @@ pub fn to_csv(set: &WindowSet) -> String {
             num(r.pr),
         ];
         cells.extend(r.subj.iter().chain(&r.back).map(|&x| num(x)));
-        s.push_str(&cells.join(","));
-        s.push('\n');
-    }
-    s
+        cells
+    });
+    smtsched_report::csv::csv_text(&preamble, &header, rows)
 }
+
+/// Most events of one kind per cycle a window may report (a machine retires, misses or
+/// mispredicts far fewer).
+const MAX_EVENTS_PER_CYCLE: f64 = 1000.0;
+/// Largest instruction or cycle count of a window.
+const MAX_COUNT: f64 = 1e18;
 
 /// Reads a windows CSV. `subject`, `background` and `pr` are required; `run` and `window` default
 /// to 0 and the cycle columns to empty; feature columns may be missing or empty (NaN) — a fit
@@ -372,6 +368,7 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
     })?;
     let idx: Vec<Option<usize>> = FIXED_COLUMNS.iter().map(|c| t.column(c)).collect();
     let feat_idx: Vec<Option<usize>> = feature_names().iter().map(|c| t.column(c)).collect();
+    let col_is_feature = |col: usize| feat_idx.contains(&Some(col));
     let mut set = WindowSet {
         meta: std::mem::take(&mut t.meta),
         ..WindowSet::default()
@@ -379,7 +376,7 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
     for row in &t.rows {
         let cells = &row.cells;
         let number = |col: usize, required: bool| -> Result<f64, EstimateError> {
-            let cell = cells[col];
+            let cell = cells[col].as_str();
             if cell.is_empty() && !required {
                 return Ok(f64::NAN);
             }
@@ -388,6 +385,19 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
                 .map_err(|_| t.bad(row, col, format!("{cell:?} is not a number")))?;
             if !v.is_finite() {
                 return Err(t.bad(row, col, format!("{cell:?} is not a finite number")));
+            }
+            if Some(col) == idx[7] {
+                return Ok(v); // the performance ratio has a range of its own, below
+            }
+            // Counts, cycles and events per cycle are never negative; no event happens more
+            // than MAX_EVENTS_PER_CYCLE times a cycle, and no run is longer than MAX_COUNT.
+            let limit = if col_is_feature(col) {
+                MAX_EVENTS_PER_CYCLE
+            } else {
+                MAX_COUNT
+            };
+            if !(0.0..=limit).contains(&v) {
+                return Err(t.bad(row, col, format!("{cell} is outside 0 to {limit:e}")));
             }
             Ok(v)
         };
@@ -408,9 +418,16 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
             })
         };
         let pr = opt(7, true)?;
-        if pr <= 0.0 {
+        if !(pr > 0.0 && pr <= MAX_PR) {
             let c = idx[7].expect("checked");
-            return Err(t.bad(row, c, format!("{pr} is not a positive performance ratio")));
+            return Err(t.bad(
+                row,
+                c,
+                format!(
+                    "{} is not a performance ratio (above 0, at most {MAX_PR})",
+                    cells[c]
+                ),
+            ));
         }
         let mut feats = [f64::NAN; 2 * NE];
         for (j, c) in feat_idx.iter().enumerate() {
@@ -507,14 +524,16 @@ mod tests {
         let subj = series(&[(0.0, 0.0, 0.0), (3001.0, 1000.0, 13.0)]);
         let w = label(
             cut_windows(&solo, &subj, &subj, 0.0, 1000.0, 3).unwrap(),
-            "x-like",
+            "x, \"the\" one",
             "y-like",
             1,
         );
+        // A name with a comma and quotes, and metadata: all come back as they were.
         let set = WindowSet {
             meta: vec![("machine".into(), "northwood".into())],
             rows: w,
         };
+        assert!(to_csv(&set).contains("\"x, \"\"the\"\" one\""));
         let back = parse_csv(&to_csv(&set), "t.csv").unwrap();
         assert_eq!(back, set);
     }
@@ -539,5 +558,22 @@ mod tests {
         );
         let e = parse_csv("subject,background,pr\nx,y\n", "f.csv").unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
+        // Values out of range, each named by line and column; comments and blank lines count.
+        let cases = [
+            ("x,y,1e300", "column pr: 1e300 is not a performance ratio"),
+            ("x,y,0", "column pr: 0 is not a performance ratio"),
+            ("x,y,inf", "column pr: \"inf\" is not a finite number"),
+            ("x,y,0.5,-3", "column instructions: -3 is outside 0 to 1e18"),
+        ];
+        for (row, want) in cases {
+            let header = if row.matches(',').count() == 2 {
+                "subject,background,pr"
+            } else {
+                "subject,background,pr,instructions"
+            };
+            let text = format!("# m: n\n{header}\n\n{row}\n");
+            let e = parse_csv(&text, "f.csv").unwrap_err().to_string();
+            assert!(e.starts_with("f.csv, line 4, ") && e.contains(want), "{e}");
+        }
     }
 }

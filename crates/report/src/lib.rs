@@ -2,6 +2,7 @@
 //! writing files without leaving half-written ones.
 
 pub mod bars;
+pub mod csv;
 pub mod matrix;
 pub mod perfetto;
 pub mod stats;

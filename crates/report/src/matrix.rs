@@ -145,39 +145,32 @@ pub fn render_summary(s: &MatrixSummary) -> String {
 
 /// CSV of the grid: `subject,<background…>`, one row per subject.
 pub fn grid_csv(m: &PrMatrix) -> String {
-    let mut out = String::from("subject");
-    for w in &m.workloads {
-        out.push(',');
-        out.push_str(w);
-    }
-    out.push('\n');
-    for (i, row) in m.grid().iter().enumerate() {
-        out.push_str(&m.workloads[i]);
-        for c in row {
-            out.push(',');
-            if let Some(v) = c {
-                out.push_str(&format!("{v:.6}"));
-            }
-        }
-        out.push('\n');
-    }
-    out
+    let header: Vec<&str> = std::iter::once("subject")
+        .chain(m.workloads.iter().map(String::as_str))
+        .collect();
+    let rows = m.grid().into_iter().enumerate().map(|(i, row)| {
+        std::iter::once(m.workloads[i].clone())
+            .chain(
+                row.iter()
+                    .map(|c| c.map_or(String::new(), |v| format!("{v:.6}"))),
+            )
+            .collect::<Vec<String>>()
+    });
+    crate::csv::csv_text(&[], &header, rows)
 }
 
 /// CSV of the pairs: `a,b,pr_a,pr_b,system_speedup`.
 pub fn pairs_csv(m: &PrMatrix) -> String {
-    let mut out = String::from("a,b,pr_a,pr_b,system_speedup\n");
-    for p in &m.pairs {
-        out.push_str(&format!(
-            "{},{},{:.6},{:.6},{:.6}\n",
-            m.workloads[p.a],
-            m.workloads[p.b],
-            p.pr_a,
-            p.pr_b,
-            p.pr_a + p.pr_b
-        ));
-    }
-    out
+    let rows = m.pairs.iter().map(|p| {
+        vec![
+            m.workloads[p.a].clone(),
+            m.workloads[p.b].clone(),
+            format!("{:.6}", p.pr_a),
+            format!("{:.6}", p.pr_b),
+            format!("{:.6}", p.pr_a + p.pr_b),
+        ]
+    });
+    crate::csv::csv_text(&[], &["a", "b", "pr_a", "pr_b", "system_speedup"], rows)
 }
 
 /// Thesis Fig. 3.3 colours: red below 0.5 (worse than time-sharing), through amber, to green

@@ -73,7 +73,12 @@ pub fn oracle(
             .map_err(|e| bad_input(format!("--oracle {file}: {e}")))?;
         let matrix: PrMatrix = serde_json::from_str(&text)
             .map_err(|e| bad_input(format!("--oracle {file}: not a PR matrix file: {e}")))?;
-        let names = set.oracle_workloads();
+        // A matrix names profiles; a workload given as a file is known by its profile's name.
+        let names: Vec<String> = set
+            .oracle_workloads()
+            .iter()
+            .map(|w| set.workload_profile(w).map_or(w.clone(), |p| p.name))
+            .collect();
         return Ok(Box::new(
             MeasuredOracle::new(m.clone(), matrix, &names)
                 .map_err(|e| bad_input(format!("--oracle {file}: {e}")))?,
@@ -193,27 +198,36 @@ pub fn run(a: RunArgs) -> Result<()> {
         write_file(p, text.as_bytes())?;
     }
     if let Some(p) = &a.csv {
-        let mut csv = String::from(
-            "policy,repetition,task,nice,runs,pr,cpu_share,context_switches,migrations\n",
-        );
+        let mut rows: Vec<Vec<String>> = Vec::new();
         for pr in &results {
             for (k, r) in pr.runs.iter().enumerate() {
                 for b in &r.per_bench {
-                    csv.push_str(&format!(
-                        "{},{},{},{},{},{},{:.6},{},{}\n",
-                        pr.policy,
-                        k,
-                        b.name,
-                        b.nice,
-                        b.runs,
+                    rows.push(vec![
+                        pr.policy.clone(),
+                        k.to_string(),
+                        b.name.clone(),
+                        b.nice.to_string(),
+                        b.runs.to_string(),
                         b.pr.map_or(String::new(), |v| format!("{v:.6}")),
-                        b.cpu_share,
-                        b.context_switches,
-                        b.migrations
-                    ));
+                        format!("{:.6}", b.cpu_share),
+                        b.context_switches.to_string(),
+                        b.migrations.to_string(),
+                    ]);
                 }
             }
         }
+        let header = [
+            "policy",
+            "repetition",
+            "task",
+            "nice",
+            "runs",
+            "pr",
+            "cpu_share",
+            "context_switches",
+            "migrations",
+        ];
+        let csv = smtsched_report::csv::csv_text(&[], &header, rows);
         write_file(p, csv.as_bytes())?;
     }
     if a.json {

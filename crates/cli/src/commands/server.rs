@@ -323,11 +323,30 @@ fn render(m: &ServerMeasurement) -> String {
 }
 
 fn csv(m: &ServerMeasurement) -> String {
-    let mut s = String::from(
-        "placement,repetition,load,rate_per_s,connections,seconds,responses,errors,requests_per_s,\
-         megabits_per_s,p50_ms,p90_ms,p99_ms,p999_ms,server_user_us,server_system_us,softirq_us,\
-         busy_us,server_kernel_share,syscalls,context_switches\n",
-    );
+    const HEADER: [&str; 21] = [
+        "placement",
+        "repetition",
+        "load",
+        "rate_per_s",
+        "connections",
+        "seconds",
+        "responses",
+        "errors",
+        "requests_per_s",
+        "megabits_per_s",
+        "p50_ms",
+        "p90_ms",
+        "p99_ms",
+        "p999_ms",
+        "server_user_us",
+        "server_system_us",
+        "softirq_us",
+        "busy_us",
+        "server_kernel_share",
+        "syscalls",
+        "context_switches",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
     for r in &m.runs {
         for p in &r.points {
             let (rate, conns) = match p.load {
@@ -337,32 +356,39 @@ fn csv(m: &ServerMeasurement) -> String {
                     connections,
                 } => (format!("{rate_per_s}"), connections),
             };
-            let q = &p.per_request;
-            s += &format!(
-                "{},{},{},{rate},{conns},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                r.placement.name,
-                r.repetition,
-                p.label,
-                p.result.seconds,
-                p.result.responses,
-                p.result.errors,
-                p.result.requests_per_s,
-                p.result.megabits_per_s,
-                p.result.p50_ms,
-                p.result.p90_ms,
-                p.result.p99_ms,
-                p.result.p999_ms,
-                q.server_user_us,
-                q.server_system_us,
-                q.softirq_us,
-                q.busy_us,
-                q.server_kernel_share,
-                q.syscalls.map_or(String::new(), |v| v.to_string()),
-                q.context_switches,
+            let (res, q) = (&p.result, &p.per_request);
+            let mut row = vec![
+                r.placement.name.clone(),
+                r.repetition.to_string(),
+                p.label.clone(),
+                rate,
+                conns.to_string(),
+            ];
+            row.extend(
+                [
+                    res.seconds,
+                    res.responses as f64,
+                    res.errors as f64,
+                    res.requests_per_s,
+                    res.megabits_per_s,
+                    res.p50_ms,
+                    res.p90_ms,
+                    res.p99_ms,
+                    res.p999_ms,
+                    q.server_user_us,
+                    q.server_system_us,
+                    q.softirq_us,
+                    q.busy_us,
+                    q.server_kernel_share,
+                ]
+                .map(|v| v.to_string()),
             );
+            row.push(q.syscalls.map_or(String::new(), |v| v.to_string()));
+            row.push(q.context_switches.to_string());
+            rows.push(row);
         }
     }
-    s
+    smtsched_report::csv::csv_text(&[], &HEADER, rows)
 }
 
 /// Per placement: saturation (or the only) throughput, and p99 at 80% of it (or the only).

@@ -422,13 +422,27 @@ fn validate_cmd(a: ValidateArgs) -> Result<()> {
         write_file(p, scatter_svg(&set.rows, &est, &title)?.as_bytes())?;
     }
     if let Some(p) = &a.csv {
-        let mut csv = String::from("subject,background,run,window,pr,estimate,estimate_fixed\n");
-        for ((w, e), f) in set.rows.iter().zip(&est).zip(&fixed) {
-            csv.push_str(&format!(
-                "{},{},{},{},{},{},{}\n",
-                w.subject, w.background, w.run, w.window, w.pr, e, f
-            ));
-        }
+        let rows = set.rows.iter().zip(&est).zip(&fixed).map(|((w, e), f)| {
+            vec![
+                w.subject.clone(),
+                w.background.clone(),
+                w.run.to_string(),
+                w.window.to_string(),
+                w.pr.to_string(),
+                e.to_string(),
+                f.to_string(),
+            ]
+        });
+        let header = [
+            "subject",
+            "background",
+            "run",
+            "window",
+            "pr",
+            "estimate",
+            "estimate_fixed",
+        ];
+        let csv = smtsched_report::csv::csv_text(&[], &header, rows);
         write_file(p, csv.as_bytes())?;
     }
     if a.json {
