@@ -81,6 +81,11 @@ impl<'a> CsvTable<'a> {
         Ok(table)
     }
 
+    /// The header as one line (for messages).
+    pub fn header_line(&self) -> String {
+        self.header.join(",").escape_debug().to_string()
+    }
+
     /// The index of a header column.
     pub fn column(&self, name: &str) -> Option<usize> {
         self.header.iter().position(|h| *h == name)
@@ -112,7 +117,8 @@ impl<'a> CsvTable<'a> {
         EstimateError::BadValue {
             file: self.file.into(),
             line: row.line,
-            column: self.header[col].to_string(),
+            // A quoted header cell may hold a line break; the message stays one line.
+            column: self.header[col].escape_debug().to_string(),
             reason,
         }
     }

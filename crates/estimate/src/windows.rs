@@ -363,7 +363,7 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
     t.require(&["subject", "background", "pr"], |missing| {
         format!(
             "{missing} (found: {}; a windows file comes from `smtsched train windows`)",
-            t.header.join(",")
+            t.header_line()
         )
     })?;
     let idx: Vec<Option<usize>> = FIXED_COLUMNS.iter().map(|c| t.column(c)).collect();
@@ -536,6 +536,15 @@ mod tests {
         assert!(to_csv(&set).contains("\"x, \"\"the\"\" one\""));
         let back = parse_csv(&to_csv(&set), "t.csv").unwrap();
         assert_eq!(back, set);
+    }
+
+    #[test]
+    fn messages_stay_one_line_whatever_the_header_holds() {
+        // Found by fuzzing: a quoted header cell with a line break.
+        let e = parse_csv("\"sub\nject\",x\n1,2\n", "f.csv")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains('\n') && e.contains("sub\\nject"), "{e}");
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub fn resolve(kind: &'static str, name: &str, presets: &[Preset]) -> Result<Sou
     }
     let path = Path::new(name);
     if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
+        let text = read_bounded(path).map_err(|source| ModelError::Io {
             path: path.display().to_string(),
             source,
         })?;
@@ -53,6 +53,26 @@ pub fn resolve(kind: &'static str, name: &str, presets: &[Preset]) -> Result<Sou
         name: name.to_string(),
         known,
     })
+}
+
+/// Largest description file read: far above any real one, and a bound on what a path naming
+/// something huge (a `/proc` file as root) can cost.
+pub const MAX_DESCRIPTION_BYTES: u64 = 16 << 20;
+
+/// Reads a description file of at most [`MAX_DESCRIPTION_BYTES`].
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_DESCRIPTION_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_DESCRIPTION_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than {} MiB", MAX_DESCRIPTION_BYTES >> 20),
+        ));
+    }
+    Ok(text)
 }
 
 /// One `key.path=value` override; the value is read as a TOML value, or as a string if it is not one.
@@ -166,5 +186,22 @@ mod tests {
         assert_eq!(ok["a"]["b"].as_integer(), Some(2));
         let bad = parse::<toml::Table>(&src, &["a.c=2".parse().unwrap()]).unwrap_err();
         assert!(bad.to_string().contains("no key a.c"), "{bad}");
+    }
+
+    #[test]
+    fn a_description_file_larger_than_the_limit_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.toml");
+        // Sparse: 1 byte over the limit costs no disk.
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_DESCRIPTION_BYTES + 1).unwrap();
+        let e = resolve("machine", big.to_str().unwrap(), &[]).unwrap_err();
+        assert!(e.to_string().contains("larger than 16 MiB"), "{e}");
+        let ok = dir.path().join("ok.toml");
+        std::fs::write(&ok, "name = \"x\"\n").unwrap();
+        assert_eq!(
+            resolve("machine", ok.to_str().unwrap(), &[]).unwrap().text,
+            "name = \"x\"\n"
+        );
     }
 }

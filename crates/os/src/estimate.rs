@@ -136,6 +136,17 @@ impl LinearModel {
     }
 
     /// Checks what serde cannot: finite numbers.
+    /// A model file's text (TOML, or JSON when `toml` is false), checked.
+    pub fn parse(text: &str, toml: bool) -> Result<LinearModel, String> {
+        let m: LinearModel = if toml {
+            toml::from_str(text).map_err(|e| e.message().to_string())?
+        } else {
+            serde_json::from_str(text).map_err(|e| e.to_string())?
+        };
+        m.validate()?;
+        Ok(m)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if !self.intercept.is_finite() {
             return Err(format!("intercept {} is not finite", self.intercept));

@@ -529,8 +529,18 @@ embedded_experiments!(
 
 /// Loads an experiment by name (embedded) or file path.
 pub fn load_experiment(name: &str) -> Result<Experiment, smtsched_model::ModelError> {
-    let src = smtsched_model::loader::resolve("experiment", name, EXPERIMENTS)?;
-    let e: Experiment = smtsched_model::loader::parse(&src, &[])?;
+    experiment_from_source(&smtsched_model::loader::resolve(
+        "experiment",
+        name,
+        EXPERIMENTS,
+    )?)
+}
+
+/// An experiment from its text, checked (what `load_experiment` does once it has the text).
+pub fn experiment_from_source(
+    src: &smtsched_model::Source,
+) -> Result<Experiment, smtsched_model::ModelError> {
+    let e: Experiment = smtsched_model::loader::parse(src, &[])?;
     let bad = |field: &str, reason: String| smtsched_model::ModelError::Override {
         text: format!("{}: {field}", src.origin),
         reason,

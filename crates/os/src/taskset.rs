@@ -547,8 +547,14 @@ impl TaskSetSpec {
 
 /// Reads a task set from a TOML file; errors say file, line and field.
 pub fn load_taskset(path: &str) -> Result<TaskSetSpec, smtsched_model::ModelError> {
-    let src = smtsched_model::loader::resolve("task set", path, &[])?;
-    let set: TaskSetSpec = smtsched_model::loader::parse(&src, &[])?;
+    taskset_from_source(&smtsched_model::loader::resolve("task set", path, &[])?)
+}
+
+/// A task set from its text, checked (what `load_taskset` does once it has read the file).
+pub fn taskset_from_source(
+    src: &smtsched_model::Source,
+) -> Result<TaskSetSpec, smtsched_model::ModelError> {
+    let set: TaskSetSpec = smtsched_model::loader::parse(src, &[])?;
     set.validate()
         .map_err(|reason| smtsched_model::ModelError::Override {
             text: src.origin.to_string(),

@@ -35,14 +35,8 @@ pub fn task_set(text: &str) -> Result<TaskSetSpec> {
 pub fn load_linear_model(file: &str) -> Result<LinearModel> {
     let text =
         std::fs::read_to_string(file).map_err(|e| bad_input(format!("--model {file}: {e}")))?;
-    let m: LinearModel = if file.ends_with(".toml") {
-        toml::from_str(&text).map_err(|e| bad_input(format!("--model {file}: {}", e.message())))?
-    } else {
-        serde_json::from_str(&text).map_err(|e| bad_input(format!("--model {file}: {e}")))?
-    };
-    m.validate()
-        .map_err(|e| bad_input(format!("--model {file}: {e}")))?;
-    Ok(m)
+    LinearModel::parse(&text, file.ends_with(".toml"))
+        .map_err(|e| bad_input(format!("--model {file}: {e}")))
 }
 
 pub fn estimator(model: &str) -> Result<Estimator> {
