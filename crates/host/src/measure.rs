@@ -20,6 +20,7 @@ use crate::affinity;
 use crate::error::{HostError, Result};
 use crate::looper::{LoopMessage, LoopSpec, Work};
 use crate::perf::{Event, EventStatus, Reading};
+use crate::procgroup::{become_subreaper, reap_orphans, OrphanSweep};
 use crate::shutdown::Shutdown;
 use crate::topology::{SysfsTopology, Topology};
 use serde::Serialize;
@@ -585,94 +586,6 @@ impl Drop for Children {
     fn drop(&mut self) {
         self.stop_all();
     }
-}
-
-/// Makes the calling process the reaper of its orphaned descendants (a workload's own children
-/// whose looper was killed), so that none is left behind as a zombie of init.
-fn become_subreaper() {
-    // SAFETY: sets a flag of the calling process.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-}
-
-/// On drop, kills and reaps every process re-parented to us: what a workload started and
-/// detached from its process group (`setsid`, a daemon's double fork) escapes the group kill,
-/// but as the subreaper we inherit it.
-struct OrphanSweep;
-
-impl Drop for OrphanSweep {
-    fn drop(&mut self) {
-        let me = std::process::id() as i32;
-        let deadline = Instant::now() + Duration::from_secs(2);
-        loop {
-            let ours: Vec<i32> = proc_table()
-                .into_iter()
-                .filter(|&(_, ppid, _)| ppid == me)
-                .map(|(pid, _, _)| pid)
-                .collect();
-            for &pid in &ours {
-                // SAFETY: our own children: kill, then reap without blocking.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
-                }
-            }
-            if ours.is_empty() || Instant::now() > deadline {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-/// Waits for processes that were in `groups` and have been re-parented to us.
-fn reap_orphans(groups: &[i32]) {
-    let me = std::process::id() as i32;
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        let mut left = 0;
-        for (pid, ppid, pgrp) in proc_table() {
-            if ppid == me && groups.contains(&pgrp) {
-                left += 1;
-                // SAFETY: waiting for our own child.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                    libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
-                }
-            }
-        }
-        if left == 0 || Instant::now() > deadline {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// (pid, ppid, process group) of every process, from /proc/PID/stat.
-pub fn proc_table() -> Vec<(i32, i32, i32)> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in dir.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // The command name is in parentheses and may contain spaces: split after the last ')'.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
-        let f: Vec<&str> = rest.split_whitespace().collect();
-        if let (Some(ppid), Some(pgrp)) = (
-            f.get(1).and_then(|s| s.parse().ok()),
-            f.get(2).and_then(|s| s.parse().ok()),
-        ) {
-            out.push((pid, ppid, pgrp));
-        }
-    }
-    out
 }
 
 /// Starts one looper per spec and feeds their reports to `done` until it says enough.

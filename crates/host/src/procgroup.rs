@@ -1,7 +1,8 @@
 //! Children in process groups of their own (so a server's workers or a command's children go
 //! with their leader), optionally pinned before they run, and killed if this process dies
 //! (`PR_SET_PDEATHSIG`; what the leader forked is caught by the group kill, or after a SIGKILL
-//! of this process by the next start, from its state file: `leftovers`).
+//! of this process by the next start, from its state file: `leftovers`); the process table, and
+//! the sweeps that reap what a group kill cannot reach (orphans re-parented to us as subreaper).
 
 use crate::error::{HostError, Result};
 use smtsched_model::CpuSet;
@@ -42,13 +43,10 @@ pub fn spawn_group(cmd: &mut Command, cpus: Option<&CpuSet>) -> Result<Child> {
 /// The processes of group `pgid` now alive (from `/proc/*/stat`; zombies, which run nothing
 /// and wait for whoever reaps them, are left out).
 pub fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| proc_stat_field(pid, 5).is_some_and(|g| g == pgid as u64))
-        .filter(|&pid| !is_zombie(pid))
+    proc_table()
+        .into_iter()
+        .filter(|&(pid, _, g)| g == pgid && !is_zombie(pid))
+        .map(|(pid, _, _)| pid)
         .collect()
 }
 
@@ -104,4 +102,92 @@ pub fn wait_until_gone(pgid: i32, limit: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     true
+}
+
+/// Makes the calling process the reaper of its orphaned descendants (a workload's own children
+/// whose looper was killed), so that none is left behind as a zombie of init.
+pub fn become_subreaper() {
+    // SAFETY: sets a flag of the calling process.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+}
+
+/// On drop, kills and reaps every process re-parented to us: what a workload started and
+/// detached from its process group (`setsid`, a daemon's double fork) escapes the group kill,
+/// but as the subreaper we inherit it.
+pub struct OrphanSweep;
+
+impl Drop for OrphanSweep {
+    fn drop(&mut self) {
+        let me = std::process::id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let ours: Vec<i32> = proc_table()
+                .into_iter()
+                .filter(|&(_, ppid, _)| ppid == me)
+                .map(|(pid, _, _)| pid)
+                .collect();
+            for &pid in &ours {
+                // SAFETY: our own children: kill, then reap without blocking.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+                }
+            }
+            if ours.is_empty() || Instant::now() > deadline {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// Waits for processes that were in `groups` and have been re-parented to us.
+pub fn reap_orphans(groups: &[i32]) {
+    let me = std::process::id() as i32;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let mut left = 0;
+        for (pid, ppid, pgrp) in proc_table() {
+            if ppid == me && groups.contains(&pgrp) {
+                left += 1;
+                // SAFETY: waiting for our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+                }
+            }
+        }
+        if left == 0 || Instant::now() > deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// (pid, ppid, process group) of every process, from /proc/PID/stat.
+pub fn proc_table() -> Vec<(i32, i32, i32)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // The command name is in parentheses and may contain spaces: split after the last ')'.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if let (Some(ppid), Some(pgrp)) = (
+            f.get(1).and_then(|s| s.parse().ok()),
+            f.get(2).and_then(|s| s.parse().ok()),
+        ) {
+            out.push((pid, ppid, pgrp));
+        }
+    }
+    out
 }
