@@ -4,6 +4,8 @@
 mod util;
 
 use std::path::Path;
+use std::time::Duration;
+use util::slurm::SlurmCluster;
 use util::{assert_bad_input, smtsched, stdout};
 
 /// A small pairs sweep: two machines' variants × two seeds = 4 jobs of 3 pairs each.
@@ -187,4 +189,68 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
         &["shard 1/2 again"],
     );
     assert!(!d.join("merged.json").exists());
+}
+
+#[test]
+fn a_sweep_sharded_on_a_one_node_slurm_cluster_merges_into_the_unsharded_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sweep = write(d, "s.toml", PAIRS);
+    assert!(smtsched(d, &["sweep", "run", &sweep, "-o", "all.json"])
+        .status
+        .success());
+    // A real cluster: where Slurm cannot start, this fails and says why.
+    let cluster = SlurmCluster::start(&d.join("slurm"))
+        .unwrap_or_else(|e| panic!("a one-node Slurm cluster did not start: {e}"));
+    let o = smtsched(
+        d,
+        &[
+            "sweep",
+            "slurm",
+            &sweep,
+            "--shards",
+            "3",
+            "--dir",
+            "out",
+            "-o",
+            "submit.sh",
+        ],
+    );
+    assert!(o.status.success());
+    let submit = std::process::Command::new("sh")
+        .arg(d.join("submit.sh"))
+        .current_dir(d)
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    assert!(
+        submit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submit.stderr)
+    );
+    cluster
+        .wait_idle(Duration::from_secs(180))
+        .unwrap_or_else(|e| panic!("{e}"));
+    // Three array tasks wrote their shards; the merge job, run after them, wrote the results
+    // an unsharded run writes, byte for byte.
+    for i in 1..=3 {
+        assert!(
+            d.join(format!("out/shard-{i}.json")).exists(),
+            "{}",
+            cluster.logs()
+        );
+    }
+    let merged = std::fs::read(d.join("out/results.json"))
+        .unwrap_or_else(|e| panic!("no results.json ({e}):\n{}", cluster.logs()));
+    assert_eq!(merged, std::fs::read(d.join("all.json")).unwrap());
+    let pids = cluster.pids();
+    drop(cluster);
+    for pid in pids {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s[s.rfind(')').unwrap() + 2..].starts_with('Z')),
+            "a Slurm daemon ({pid}) is still running"
+        );
+    }
 }

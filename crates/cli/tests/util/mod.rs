@@ -1,6 +1,8 @@
 //! Running the real binary as a user would, and reading its answers (shared by the CLI tests).
 #![allow(dead_code)]
 
+pub mod slurm;
+
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
