@@ -525,6 +525,8 @@ embedded_experiments!(
     "thesis-http",
     "thesis-kernel-build",
     "thesis-desktop",
+    "thesis-spec-northwood",
+    "thesis-spec-prescott",
 );
 
 /// Loads an experiment by name (embedded) or file path.
