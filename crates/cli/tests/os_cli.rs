@@ -570,3 +570,43 @@ fn a_window_longer_than_the_clock_resolves_to_a_cycle_still_ends() {
         assert!((pr.as_f64().unwrap() - 1.0).abs() < 1e-9, "{pr}");
     }
 }
+
+/// An asymmetry experiment checks its claims: each group's best/worst ratio is its largest
+/// allocation speedup over its smallest, and the claims read the maximum, mean and share.
+#[test]
+fn an_asymmetry_experiment_checks_its_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("a.toml"),
+        "name = \"a\"\ntitle = \"t\"\nkind = \"asymmetry\"\nmachine = \"northwood\"\n\
+         workloads = [\"gzip-like\", \"mcf-like\", \"mesa-like\", \"swim-like\"]\n\
+         [[asymmetry.claim]]\nsays = \"wide\"\nmetric = \"max_ratio\"\nwithin = [1.0, 10.0]\n\
+         [[asymmetry.claim]]\nsays = \"narrow\"\nmetric = \"mean_ratio\"\nwithin = [5.0, 6.0]\n",
+    )
+    .unwrap();
+    let o = smtsched(d, &["reproduce", "a.toml", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let groups = v["result"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "four workloads make one group");
+    let s: Vec<f64> = groups[0]["speedups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    let ratio =
+        s.iter().cloned().fold(f64::MIN, f64::max) / s.iter().cloned().fold(f64::MAX, f64::min);
+    assert!((v["result"]["max_ratio"].as_f64().unwrap() - ratio).abs() < 1e-12);
+    assert_eq!(v["claims"][0]["verdict"], "holds");
+    assert_eq!(v["claims"][1]["verdict"], "does-not-hold");
+    let e = std::fs::read_to_string(d.join("a.toml"))
+        .unwrap()
+        .replace("\"max_ratio\"", "\"min_ratio\"");
+    std::fs::write(d.join("bad.toml"), e).unwrap();
+    assert_bad_input(
+        &smtsched(d, &["reproduce", "bad.toml"]),
+        &["bad.toml", "min_ratio"],
+    );
+}

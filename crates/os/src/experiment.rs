@@ -351,6 +351,9 @@ pub struct Experiment {
     /// Placements and claims of kind = "pairs" (its workloads are `workloads`).
     #[serde(default)]
     pub pairs: crate::pairs::PairsSpec,
+    /// Claims of kind = "asymmetry".
+    #[serde(default)]
+    pub asymmetry: AsymmetrySpec,
     /// The workloads grouped in fours (kind = "asymmetry").
     #[serde(default)]
     pub workloads: Vec<String>,
@@ -700,6 +703,44 @@ pub fn judge(claim: &Claim, results: &[PolicyRuns]) -> Judgement {
         }
     }
     worst.unwrap_or_else(|| unchecked("nothing".into()))
+}
+
+/// What an asymmetry claim reads from the result.
+#[derive(Clone, Copy, Debug, serde::Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AsymmetryMetric {
+    /// The largest best/worst allocation ratio over the groups.
+    MaxRatio,
+    MeanRatio,
+    /// Share of groups whose best allocation beats the worst by more than 10%.
+    ShareOver10Percent,
+}
+
+/// A claim: `metric` lies within `within` (one deterministic run: a value, not an interval).
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AsymmetryClaim {
+    pub says: String,
+    pub metric: AsymmetryMetric,
+    pub within: [f64; 2],
+}
+
+/// The `[asymmetry]` table.
+#[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AsymmetrySpec {
+    #[serde(default, rename = "claim")]
+    pub claims: Vec<AsymmetryClaim>,
+}
+
+impl AsymmetryResult {
+    pub fn metric(&self, m: AsymmetryMetric) -> f64 {
+        match m {
+            AsymmetryMetric::MaxRatio => self.max_ratio,
+            AsymmetryMetric::MeanRatio => self.mean_ratio,
+            AsymmetryMetric::ShareOver10Percent => self.share_over_10_percent,
+        }
+    }
 }
 
 /// One group of four in its three allocations.

@@ -251,7 +251,6 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
                 timeshare_rounds: 1,
             };
             let r = run_asymmetry(&m, &profiles, &proto, &|| {}).map_err(bad_input)?;
-            json = serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper});
             let mut t = Table::new(["group", "{AB|CD}", "{AC|BD}", "{AD|BC}", "best/worst"]);
             let mut groups = r.groups.clone();
             groups.sort_by(|x, y| y.best_over_worst.total_cmp(&x.best_over_worst));
@@ -285,17 +284,33 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
                 report.push_str(&format!("  - {f}\n"));
             }
             for (k, v) in &e.paper.values {
-                let ours = match k.as_str() {
-                    "max_ratio" => Some(r.max_ratio),
-                    "mean_ratio" => Some(r.mean_ratio),
-                    "share_over_10_percent" => Some(r.share_over_10_percent),
-                    _ => None,
-                };
-                report.push_str(&format!(
-                    "  {k}: paper {v:.3}, here {}\n",
-                    ours.map_or("-".into(), |o| format!("{o:.3}"))
-                ));
+                report.push_str(&format!("  {k}: paper {v:.3}\n"));
             }
+            if !e.asymmetry.claims.is_empty() {
+                report.push_str("\nClaims checked against this run (one seed):\n");
+            }
+            for c in &e.asymmetry.claims {
+                let v = r.metric(c.metric);
+                let verdict = if v >= c.within[0] && v <= c.within[1] {
+                    Verdict::Holds
+                } else {
+                    Verdict::DoesNotHold
+                };
+                let evidence = format!(
+                    "[{}] {} (one seed: {v:.3} in [{}, {}])",
+                    verdict.label(),
+                    c.says,
+                    c.within[0],
+                    c.within[1]
+                );
+                report.push_str(&format!("  {evidence}\n"));
+                claims.push(ClaimOutcome {
+                    says: c.says.clone(),
+                    verdict,
+                    evidence,
+                });
+            }
+            json = serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper, "claims": claims});
         }
         ExperimentKind::Pairs => {
             let pairs = e.workloads.len() * (e.workloads.len() + 1) / 2 + 2 * e.workloads.len();
