@@ -34,6 +34,18 @@ fn run_bad_input_exits_two() {
         &smtsched(d, &["reproduce", "no-such-experiment"]),
         &["no-such-experiment", "thesis-set-a"],
     );
+    // A claim on a metric no policies experiment has is refused at load, naming it.
+    std::fs::write(
+        d.join("metric.toml"),
+        "name = \"e\"\ntitle = \"t\"\nkind = \"policies\"\npolicies = [\"naive\", \"plan\"]\n\
+         [[task]]\nworkload = \"gzip-like\"\n[[paper.claim]]\nsays = \"s\"\n\
+         metric = \"speedupp\"\nhigher = \"plan\"\nthan = \"naive\"\n",
+    )
+    .unwrap();
+    assert_bad_input(
+        &smtsched(d, &["reproduce", "metric.toml"]),
+        &["metric.toml", "speedupp"],
+    );
 }
 
 #[test]

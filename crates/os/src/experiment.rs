@@ -484,8 +484,7 @@ pub struct Paper {
 #[serde(deny_unknown_fields)]
 pub struct Claim {
     pub says: String,
-    /// `system_speedup`, `fairness`, `antt`, `pr_sd` or `priority_error`.
-    pub metric: String,
+    pub metric: PolicyMetric,
     #[serde(default)]
     pub higher: Option<PolicyName>,
     #[serde(default)]
@@ -601,9 +600,31 @@ pub fn experiment_from_source(
     Ok(e)
 }
 
+/// What a policies claim compares (larger is better for system speedup and fairness).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyMetric {
+    SystemSpeedup,
+    Fairness,
+    Antt,
+    PrSd,
+    /// Mean relative error of each task's PR against its time-slice share of the top task's.
+    PriorityError,
+}
+
+impl std::str::FromStr for PolicyMetric {
+    type Err = String;
+    /// The names the experiment files use (one spelling: serde's).
+    fn from_str(s: &str) -> Result<Self, String> {
+        use serde::de::IntoDeserializer;
+        let d: serde::de::value::StrDeserializer<serde::de::value::Error> = s.into_deserializer();
+        serde::Deserialize::deserialize(d).map_err(|e| e.to_string())
+    }
+}
+
 /// The metric a claim compares, for one policy: its value in each run (`None` if a run lacks
-/// it; larger is better for system speedup and fairness).
-pub fn metric_values(runs: &PolicyRuns, name: &str) -> Option<Vec<f64>> {
+/// it).
+pub fn metric_values(runs: &PolicyRuns, name: PolicyMetric) -> Option<Vec<f64>> {
     runs.runs
         .iter()
         .map(|r| {
@@ -613,11 +634,11 @@ pub fn metric_values(runs: &PolicyRuns, name: &str) -> Option<Vec<f64>> {
                 return None;
             }
             match name {
-                "system_speedup" => Some(s.system_speedup),
-                "fairness" => Some(s.fairness),
-                "antt" => Some(s.antt),
-                "pr_sd" => Some(s.pr_sd),
-                "priority_error" => {
+                PolicyMetric::SystemSpeedup => Some(s.system_speedup),
+                PolicyMetric::Fairness => Some(s.fairness),
+                PolicyMetric::Antt => Some(s.antt),
+                PolicyMetric::PrSd => Some(s.pr_sd),
+                PolicyMetric::PriorityError => {
                     let ratios = r.priority_ratios();
                     let errs: Vec<f64> = ratios
                         .iter()
@@ -625,14 +646,13 @@ pub fn metric_values(runs: &PolicyRuns, name: &str) -> Option<Vec<f64>> {
                         .collect();
                     (!errs.is_empty()).then(|| errs.iter().sum::<f64>() / errs.len() as f64)
                 }
-                _ => None,
             }
         })
         .collect()
 }
 
 /// The mean of [`metric_values`].
-pub fn metric(runs: &PolicyRuns, name: &str) -> Option<f64> {
+pub fn metric(runs: &PolicyRuns, name: PolicyMetric) -> Option<f64> {
     let vals = metric_values(runs, name)?;
     Some(vals.iter().sum::<f64>() / vals.len() as f64)
 }
@@ -656,7 +676,7 @@ pub fn judge(claim: &Claim, results: &[PolicyRuns]) -> Judgement {
         results
             .iter()
             .find(|r| r.policy == p)
-            .and_then(|r| metric_values(r, &claim.metric))
+            .and_then(|r| metric_values(r, claim.metric))
     };
     // (better, worse) pairs that must all hold.
     let pairs: Vec<(String, String)> = if let (Some(h), Some(t)) = (claim.higher, claim.than) {

@@ -157,7 +157,10 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
             let speedups: Vec<(String, smtsched_report::verdict::MeanInterval)> = results
                 .iter()
                 .filter_map(|r| {
-                    let v = smtsched_os::experiment::metric_values(r, "system_speedup")?;
+                    let v = smtsched_os::experiment::metric_values(
+                        r,
+                        smtsched_os::experiment::PolicyMetric::SystemSpeedup,
+                    )?;
                     Some((
                         r.policy.clone(),
                         smtsched_report::verdict::MeanInterval::of(&v)?,
@@ -219,7 +222,7 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
                     results
                         .iter()
                         .find(|r| r.policy == p)
-                        .and_then(|r| metric(r, met))
+                        .and_then(|r| metric(r, met.parse().ok()?))
                 });
                 report.push_str(&format!(
                     "  {k}: paper {v:.3}, here {}\n",

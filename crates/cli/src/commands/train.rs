@@ -21,7 +21,7 @@ use smtsched_estimate::validate::{report as validate_report, scatter_svg, valida
 use smtsched_estimate::windows::{read_csv, to_csv};
 use smtsched_estimate::{EstimateError, WindowSet};
 use smtsched_model::{expand_workload_list, CpuSet};
-use smtsched_os::experiment::{load_experiment, metric, simulate, ExperimentKind};
+use smtsched_os::experiment::{load_experiment, metric, simulate, ExperimentKind, PolicyMetric};
 use smtsched_os::policy::PolicyInputs;
 use smtsched_os::sim::{Estimator, SimConfig};
 use smtsched_os::{LinearModel, PolicyName};
@@ -570,22 +570,22 @@ fn ablation(a: AblationArgs) -> Result<()> {
             by_est.push((label, results));
         }
         for (k, p) in policies.iter().enumerate() {
-            let get = |i: usize, met: &str| metric(&by_est[i].1[k], met);
+            let get = |i: usize, met: PolicyMetric| metric(&by_est[i].1[k], met);
             let cell = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
             table.row([
                 e.name.clone(),
                 p.to_string(),
-                cell(get(0, "system_speedup")),
-                cell(get(1, "system_speedup")),
-                cell(get(2, "system_speedup")),
-                cell(get(0, "fairness")),
-                cell(get(1, "fairness")),
-                cell(get(2, "fairness")),
+                cell(get(0, PolicyMetric::SystemSpeedup)),
+                cell(get(1, PolicyMetric::SystemSpeedup)),
+                cell(get(2, PolicyMetric::SystemSpeedup)),
+                cell(get(0, PolicyMetric::Fairness)),
+                cell(get(1, PolicyMetric::Fairness)),
+                cell(get(2, PolicyMetric::Fairness)),
             ]);
             json.push(serde_json::json!({
                 "experiment": e.name, "policy": p.to_string(),
-                "system_speedup": {"shipped": get(0, "system_speedup"), "trained": get(1, "system_speedup"), "perfect": get(2, "system_speedup")},
-                "fairness": {"shipped": get(0, "fairness"), "trained": get(1, "fairness"), "perfect": get(2, "fairness")},
+                "system_speedup": {"shipped": get(0, PolicyMetric::SystemSpeedup), "trained": get(1, PolicyMetric::SystemSpeedup), "perfect": get(2, PolicyMetric::SystemSpeedup)},
+                "fairness": {"shipped": get(0, PolicyMetric::Fairness), "trained": get(1, PolicyMetric::Fairness), "perfect": get(2, PolicyMetric::Fairness)},
             }));
         }
     }
