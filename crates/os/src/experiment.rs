@@ -733,6 +733,7 @@ pub enum AsymmetryMetric {
     MaxRatio,
     MeanRatio,
     /// Share of groups whose best allocation beats the worst by more than 10%.
+    #[serde(rename = "share_over_10_percent")]
     ShareOver10Percent,
 }
 
