@@ -5,7 +5,7 @@
 //! original setting is chosen by the test before the agent starts.
 
 mod util;
-use util::{assert_bad_input, smtsched, stderr, stdout};
+use util::{assert_bad_input, free_port, smtsched, stderr, stdout};
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -220,14 +220,6 @@ fn state_files(dir: &Path) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn http_get(addr: &str, path: &str) -> String {

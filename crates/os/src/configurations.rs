@@ -594,31 +594,35 @@ pub fn render(r: &ConfigResults, claims: &[RatioClaim]) -> String {
     if !claims.is_empty() {
         out.push_str("Claims (95% intervals over the repetitions):\n");
         for c in claims {
-            let j = r.judge(c);
-            let rows: Vec<String> = j
-                .rows
-                .iter()
-                .map(|(row, i)| {
-                    let v = i.map_or("-".into(), |i| interval_text(&i));
-                    if row.is_empty() {
-                        v
-                    } else {
-                        format!("{row} {v}")
-                    }
-                })
-                .collect();
-            out.push_str(&format!(
-                "  [{}] {} ({} in [{}, {}]: {})\n",
-                j.verdict.label(),
-                c.says,
-                c.ratio.join(" / "),
-                c.within[0],
-                c.within[1],
-                rows.join(", ")
-            ));
+            out.push_str(&format!("  {}\n", claim_line(c, &r.judge(c))));
         }
     }
     out
+}
+
+/// `[holds] says (A / B in [low, high]: row 1.234 [1.200, 1.268] n=3, …)`.
+pub fn claim_line(c: &RatioClaim, j: &RatioJudgement) -> String {
+    let rows: Vec<String> = j
+        .rows
+        .iter()
+        .map(|(row, i)| {
+            let v = i.map_or("-".into(), |i| interval_text(&i));
+            if row.is_empty() {
+                v
+            } else {
+                format!("{row} {v}")
+            }
+        })
+        .collect();
+    format!(
+        "[{}] {} ({} in [{}, {}]: {})",
+        j.verdict.label(),
+        c.says,
+        c.ratio.join(" / "),
+        c.within[0],
+        c.within[1],
+        rows.join(", ")
+    )
 }
 
 /// `1.234 [1.200, 1.268] n=3`.

@@ -474,30 +474,10 @@ fn configurations(
         .iter()
         .map(|c| {
             let j = r.judge(c);
-            let rows: Vec<String> = j
-                .rows
-                .iter()
-                .map(|(row, i)| {
-                    let v = i.map_or("-".into(), |i| configurations::interval_text(&i));
-                    if row.is_empty() {
-                        v
-                    } else {
-                        format!("{row} {v}")
-                    }
-                })
-                .collect();
             ClaimOutcome {
                 says: c.says.clone(),
                 verdict: j.verdict,
-                evidence: format!(
-                    "[{}] {} ({} in [{}, {}]: {})",
-                    j.verdict.label(),
-                    c.says,
-                    c.ratio.join(" / "),
-                    c.within[0],
-                    c.within[1],
-                    rows.join(", ")
-                ),
+                evidence: configurations::claim_line(c, &j),
             }
         })
         .collect();

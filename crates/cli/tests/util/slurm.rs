@@ -5,6 +5,7 @@
 //! plugin is configured (process tracking by process group, no task plugin), so the machine's
 //! cgroups are never touched.
 
+use super::free_port;
 use smtsched_host::procgroup::{spawn_group, stop_group};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,15 +15,6 @@ pub struct SlurmCluster {
     dir: PathBuf,
     /// munged, slurmctld, slurmd (stopped in reverse order).
     daemons: Vec<Child>,
-}
-
-/// A port free on 127.0.0.1 now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn hostname() -> String {
