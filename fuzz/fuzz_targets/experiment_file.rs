@@ -4,7 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use smtsched_model::{Origin, Source};
-use smtsched_os::experiment::experiment_from_source;
+use smtsched_experiments::experiment::experiment_from_source;
 
 fn source(data: &[u8]) -> Option<Source> {
     Some(Source {

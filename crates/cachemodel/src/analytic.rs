@@ -1,5 +1,6 @@
-//! The analytic interaction model behind [`smtsched_os::oracle::AnalyticOracle`]: per-thread
-//! rates in any situation from the reuse-distance models, without simulating.
+//! The analytic interaction model behind the OS simulator's analytic oracle
+//! (`smtsched_os::oracle::AnalyticOracle`): per-thread rates in any situation from the
+//! reuse-distance models, without simulating.
 //!
 //! For the threads sharing a last-level cache, COMB+IPC's view of the shared cache gives each
 //! thread's miss ratio there ([`crate::group::thread_miss_ratios`]); the threads of a core give
@@ -14,8 +15,9 @@
 use crate::group::{thread_miss_ratios_with, Solver};
 use crate::histogram::Histogram;
 use crate::model::{Geometry, ThreadModel};
+use smtsched_model::events::{CounterEvent, Epc};
+use smtsched_model::rates::{Occupant, RateModel, ThreadRate};
 use smtsched_model::{CacheContents, CoreSpec, MachineModel, Scope};
-use smtsched_os::oracle::{CounterEvent, Epc, Occupant, RateModel, ThreadRate};
 
 /// Rounds of the IPC ↔ miss-ratio iteration.
 const ROUNDS: usize = 4;

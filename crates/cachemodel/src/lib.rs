@@ -25,9 +25,9 @@
 //! ```
 
 pub mod analytic;
+pub mod balance;
 pub mod collect;
 pub mod error;
-pub mod fedorova;
 pub mod group;
 pub mod histogram;
 pub mod measure;

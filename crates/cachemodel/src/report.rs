@@ -1,6 +1,7 @@
 //! What `smtsched cachemodel` reports: a thread's histogram, predicted against simulated miss
 //! ratios for a group on a machine, and the balance-set candidate search for a set of threads.
 
+use crate::balance::{candidates, candidates_with, fair_schedule, perf_schedule, Candidates};
 use crate::error::{bad, CacheModelError};
 use crate::group::{Estimator, Solver, ALL_ESTIMATORS};
 use crate::histogram::Histogram;
@@ -8,9 +9,6 @@ use crate::measure::{run_group, CycleWindow, Measured, Placed};
 use crate::model::{predict, Geometry, Prediction, ThreadModel};
 use serde::Serialize;
 use smtsched_model::MachineModel;
-use smtsched_os::policy::balance_set::{
-    candidates, candidates_with, fair_schedule, perf_schedule, Candidates,
-};
 use smtsched_report::Table;
 use smtsched_uarch::Workload;
 use std::time::Instant;

@@ -10,8 +10,8 @@ use smtsched_model::{
     expand_workload_list, load_machine, load_workload, KernelBuild, MachineModel, Override,
     Placement, PrMatrix,
 };
-use smtsched_os::experiment::simulate;
 use smtsched_os::oracle::SimulatedOracle;
+use smtsched_os::runs::simulate;
 use smtsched_os::sim::{Baseline, SimConfig};
 use smtsched_os::taskset::TaskSetSpec;
 use smtsched_os::PolicyName;

@@ -3,14 +3,12 @@
 //! baseline; the policy interface and the SMT-aware policies; the interaction oracle that says how
 //! fast each task runs beside its co-runners; online PR estimation; metrics and the timeline.
 
-pub mod configurations;
 pub mod estimate;
-pub mod experiment;
 pub mod matrix_estimate;
 pub mod metrics;
 pub mod oracle;
-pub mod pairs;
 pub mod policy;
+pub mod runs;
 pub mod sim;
 pub mod taskset;
 

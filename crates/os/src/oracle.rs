@@ -12,14 +12,8 @@ use smtsched_uarch::{
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// What one logical CPU runs: a workload (index into the oracle's table) in one of its phases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Occupant {
-    pub workload: u32,
-    pub phase: u16,
-}
-
 pub use smtsched_model::events::{CounterEvent, Epc};
+pub use smtsched_model::rates::{Occupant, RateModel, ThreadRate};
 
 /// Events per cycle of a simulated thread's counters, with the machine's last cache level as
 /// `llc_misses`.
@@ -43,18 +37,6 @@ pub fn epc_of(c: &ThreadCounters, llc_level: u8) -> Epc {
             c.branch_mispredicts as f64 / cy,
         ),
     ])
-}
-
-/// Progress and counter rates of one thread in a situation.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ThreadRate {
-    /// Performance ratio: progress per cycle relative to running alone.
-    pub pr: f64,
-    /// Instructions per cycle.
-    pub ipc: f64,
-    pub epc: Epc,
-    /// Share of its cycles spent in the kernel.
-    pub kernel_share: f64,
 }
 
 /// An oracle for questions of CPU time alone: every task runs at its solo speed whatever its
@@ -575,17 +557,6 @@ impl Oracle for MeasuredOracle {
             self.matrix.machine, self.matrix.source, self.matrix.placement
         )
     }
-}
-
-/// What the analytic backend asks of a model that predicts rates without simulating — for
-/// example the reuse-distance model of `smtsched-cachemodel` (DESIGN §6, §8).
-pub trait RateModel: Send + Sync {
-    /// Rates of every occupied logical CPU of `situation`, indexed like it.
-    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>>;
-    fn phase_solo_cycles(&self, workload: u32) -> Vec<f64>;
-    fn refill_cycles(&self, workload: u32) -> f64;
-    fn solo_ipc(&self, o: Occupant) -> f64;
-    fn describe(&self) -> String;
 }
 
 /// The analytic backend: a [`RateModel`]'s predictions, memoised by canonical situation like the

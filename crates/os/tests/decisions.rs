@@ -3,12 +3,12 @@
 //! same policy object gives the same decisions when its recorded views are played back to it.
 
 use smtsched_model::{load_machine, CpuSet, MachineModel};
-use smtsched_os::experiment::truth_for;
 use smtsched_os::metrics::Metrics;
 use smtsched_os::oracle::{NoInterference, SimulatedOracle};
 use smtsched_os::policy::{
     Decisions, Needs, PeriodView, Policy, PolicyInputs, PolicyName, TaskKey, Weight, ALL_POLICIES,
 };
+use smtsched_os::runs::truth_for;
 use smtsched_os::sim::{Baseline, Estimator, OsSim, SimConfig};
 use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
 

@@ -5,9 +5,9 @@ use smtsched_model::{
     load_machine, CpuSet, MachineModel, PairRecord, Placement, PrMatrix, SoloRecord,
     PR_MATRIX_FORMAT,
 };
-use smtsched_os::experiment::truth_for;
 use smtsched_os::oracle::MeasuredOracle;
 use smtsched_os::policy::PolicyInputs;
+use smtsched_os::runs::truth_for;
 use smtsched_os::sim::{nice_to_ticks, Baseline, Estimator, OsSim, SimConfig};
 use smtsched_os::taskset::{BlockSpec, TaskSetSpec, TaskSpec};
 use smtsched_os::{Metrics, PolicyName};

@@ -324,7 +324,7 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
             opts,
         } => {
             let policies = super::parse_policies(&policies)?;
-            let spec = smtsched_cachemodel::fedorova::ScheduleSpec {
+            let spec = smtsched_experiments::fedorova::ScheduleSpec {
                 machine: opts.machine.clone(),
                 set: opts.set.clone(),
                 workloads: expand_workload_list(&workloads),
@@ -335,7 +335,7 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
                 window: opts.cycles(),
                 window_instructions: opts.window,
             };
-            out(&smtsched_cachemodel::fedorova::schedule(
+            out(&smtsched_experiments::fedorova::schedule(
                 &spec, opts.seed, opts.json, &progress,
             )?)
         }

@@ -5,14 +5,14 @@ use super::{counting_bar, json_out, machine, out, parse_policies, write_file};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
+use smtsched_experiments::configurations::{self, Common};
+use smtsched_experiments::experiment::Experiment;
+use smtsched_experiments::experiment::{
+    judge, load_experiment, metric, run_asymmetry, ExperimentKind, Judgement, EXPERIMENTS,
+};
 use smtsched_model::Override;
 use smtsched_model::{load_workload, CpuSet, WorkloadProfile};
-use smtsched_os::configurations::{self, Common};
-use smtsched_os::experiment::Experiment;
-use smtsched_os::experiment::{
-    judge, load_experiment, metric, policy_table, run_asymmetry, simulate, task_table,
-    ExperimentKind, Judgement, PolicyRuns, EXPERIMENTS,
-};
+use smtsched_os::runs::{policy_table, simulate, task_table, PolicyRuns};
 use smtsched_os::sim::SimConfig;
 use smtsched_report::verdict::Verdict;
 use smtsched_report::Table;
@@ -157,9 +157,9 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
             let speedups: Vec<(String, smtsched_report::verdict::MeanInterval)> = results
                 .iter()
                 .filter_map(|r| {
-                    let v = smtsched_os::experiment::metric_values(
+                    let v = smtsched_experiments::experiment::metric_values(
                         r,
-                        smtsched_os::experiment::PolicyMetric::SystemSpeedup,
+                        smtsched_experiments::experiment::PolicyMetric::SystemSpeedup,
                     )?;
                     Some((
                         r.policy.clone(),
@@ -319,21 +319,23 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
             let pairs = e.workloads.len() * (e.workloads.len() + 1) / 2 + 2 * e.workloads.len();
             let bar = counting_bar((pairs * e.pairs.placements.len()) as u64, "runs")?;
             bar.set_message(e.name.clone());
-            let r = smtsched_os::pairs::run(&m, &e.workloads, &e.pairs, a.seed, &|| bar.inc(1))
-                .map_err(bad_input)?;
+            let r = smtsched_experiments::pairs::run(&m, &e.workloads, &e.pairs, a.seed, &|| {
+                bar.inc(1)
+            })
+            .map_err(bad_input)?;
             bar.finish_and_clear();
             {
                 let judged: Vec<_> = e
                     .pairs
                     .claims
                     .iter()
-                    .map(|c| serde_json::json!({"says": c.says, "value": smtsched_os::pairs::claim_value(&r, c)}))
+                    .map(|c| serde_json::json!({"says": c.says, "value": smtsched_experiments::pairs::claim_value(&r, c)}))
                     .collect();
                 json = serde_json::json!({"experiment": e.name, "results": r, "paper": e.paper, "claims": judged});
             }
             // One seed's matrices: a value, not an interval.
             for c in &e.pairs.claims {
-                let v = smtsched_os::pairs::claim_value(&r, c);
+                let v = smtsched_experiments::pairs::claim_value(&r, c);
                 let verdict = match v {
                     Some(x) if x >= c.within[0] && x <= c.within[1] => Verdict::Holds,
                     Some(_) => Verdict::DoesNotHold,
@@ -360,7 +362,7 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
                 e.pairs.warmup_instructions,
                 e.pairs.measure_instructions
             ));
-            report.push_str(&smtsched_os::pairs::render(&r, &e.pairs.claims));
+            report.push_str(&smtsched_experiments::pairs::render(&r, &e.pairs.claims));
             report.push_str(&format!("\nThe paper ({}):\n", e.paper.figure));
             for f in &e.paper.findings {
                 report.push_str(&format!("  - {f}\n"));
@@ -376,7 +378,7 @@ pub fn run_one(mut e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
         | ExperimentKind::FedorovaL1
         | ExperimentKind::FedorovaL2
         | ExperimentKind::FedorovaBalanceSet => {
-            let text = smtsched_cachemodel::fedorova::reproduce(
+            let text = smtsched_experiments::fedorova::reproduce(
                 &e,
                 a.seed,
                 a.json,

@@ -9,7 +9,7 @@ use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use serde::Serialize;
-use smtsched_os::experiment::{load_experiment, EXPERIMENTS};
+use smtsched_experiments::experiment::{load_experiment, EXPERIMENTS};
 use smtsched_report::verdict::Verdict;
 use smtsched_report::Table;
 use std::path::Path;

@@ -6,11 +6,11 @@ use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::KernelBuild;
 use smtsched_model::{expand_workload_list, CpuSet, PrMatrix, WorkloadProfile};
-use smtsched_os::experiment::{
-    perfetto_of, policy_table, server_table, simulate, task_table, timeline_svg_of,
-};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
 use smtsched_os::policy::DecisionRecord;
+use smtsched_os::runs::{
+    perfetto_of, policy_table, server_table, simulate, task_table, timeline_svg_of,
+};
 use smtsched_os::sim::{Baseline, Corunners, Estimator, SimConfig};
 use smtsched_os::taskset::{load_taskset, TaskSetSpec};
 use smtsched_os::{LinearModel, PolicyName};

@@ -13,11 +13,11 @@
 //! measured.
 
 use anyhow::{anyhow, Result};
+use smtsched_experiments::configurations;
 use smtsched_host::perf::Event;
 use smtsched_host::webserver::roles::{separable, RoleTimes};
 use smtsched_host::webserver::{CpuUse, Placement, ServerMeasurement};
 use smtsched_model::{load_machine, load_workload, MachineModel, WorkloadProfile};
-use smtsched_os::configurations;
 use smtsched_os::oracle::{Occupant, Oracle, SimulatedOracle};
 use toml::{Table, Value};
 

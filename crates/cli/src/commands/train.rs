@@ -20,9 +20,10 @@ use smtsched_estimate::simulate::{
 use smtsched_estimate::validate::{report as validate_report, scatter_svg, validate};
 use smtsched_estimate::windows::{read_csv, to_csv};
 use smtsched_estimate::{EstimateError, WindowSet};
+use smtsched_experiments::experiment::{load_experiment, metric, ExperimentKind, PolicyMetric};
 use smtsched_model::{expand_workload_list, CpuSet};
-use smtsched_os::experiment::{load_experiment, metric, simulate, ExperimentKind, PolicyMetric};
 use smtsched_os::policy::PolicyInputs;
+use smtsched_os::runs::simulate;
 use smtsched_os::sim::{Estimator, SimConfig};
 use smtsched_os::{LinearModel, PolicyName};
 use smtsched_report::{Summary, Table};

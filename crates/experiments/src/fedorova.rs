@@ -9,20 +9,23 @@
 //! found there is simulated for one window. The mean over the moments is the schedule's IPC; the
 //! L2 miss ratio is their misses over their accesses.
 
-use crate::analytic::ReuseRateModel;
-use crate::collect::CollectOptions;
-use crate::error::{bad, CacheModelError};
-use crate::group::{Estimator, Solver, ALL_ESTIMATORS};
-use crate::measure::{run_group, CycleWindow, Measured, Placed};
-use crate::model::{collect_profiles, models_from, predict, Geometry, ModelOptions, ThreadModel};
-use crate::report::{relative_error, search_groups, GroupSearch};
+use crate::experiment::{Experiment, ExperimentKind};
 use rayon::prelude::*;
 use serde::Serialize;
+use smtsched_cachemodel::analytic::ReuseRateModel;
+use smtsched_cachemodel::balance::{candidates, fair_schedule, perf_schedule};
+use smtsched_cachemodel::collect::CollectOptions;
+use smtsched_cachemodel::error::{bad, CacheModelError};
+use smtsched_cachemodel::group::{Estimator, Solver, ALL_ESTIMATORS};
+use smtsched_cachemodel::measure::{run_group, CycleWindow, Measured, Placed};
+use smtsched_cachemodel::model::{
+    collect_profiles, models_from, predict, Geometry, ModelOptions, ThreadModel,
+};
+use smtsched_cachemodel::report::{relative_error, search_groups, GroupSearch};
 use smtsched_model::{load_machine, load_workload, MachineModel, Override, WorkloadProfile};
-use smtsched_os::experiment::{Experiment, ExperimentKind};
 use smtsched_os::metrics::Metrics;
 use smtsched_os::oracle::AnalyticOracle;
-use smtsched_os::policy::balance_set::{candidates, fair_schedule, perf_schedule, CacheInputs};
+use smtsched_os::policy::balance_set::CacheInputs;
 use smtsched_os::policy::PolicyInputs;
 use smtsched_os::sim::{Estimator as PrEstimator, OsSim, SimConfig};
 use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
@@ -753,8 +756,8 @@ fn aggregate(items: &[(&Situation, &Measured)], solo_ipc: &[f64], mean_of_ratios
         };
         let misses = tot(&|t| t.l2_misses);
         (
-            crate::measure::ratio(misses, tot(&|t| t.l2_accesses)),
-            crate::measure::ratio(misses, tot(&|t| t.loads + t.stores)),
+            smtsched_cachemodel::measure::ratio(misses, tot(&|t| t.l2_accesses)),
+            smtsched_cachemodel::measure::ratio(misses, tot(&|t| t.loads + t.stores)),
         )
     };
     let mut progress = vec![0.0; solo_ipc.len()];
@@ -961,7 +964,7 @@ fn run_size(
                 )
             })
             .collect(),
-        domain_of_cpu: crate::analytic::llc_domains(&ctx.m),
+        domain_of_cpu: smtsched_cachemodel::analytic::llc_domains(&ctx.m),
     };
     progress(&format!("{label}: OS simulator runs"));
     let runs: Vec<OsRun> = policies

@@ -4,14 +4,14 @@
 //! of the set's first task (another server, another program). Claims compare configurations:
 //! the ratio of a metric in one to another lies in a range.
 
-use crate::metrics::Metrics;
-use crate::oracle::SimulatedOracle;
-use crate::policy::Naive;
-use crate::sim::{Baseline, OsSim, SimConfig};
-use crate::taskset::{TaskSetSpec, TaskSpec};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use smtsched_model::{load_machine, CpuSet, KernelBuild, MachineModel, Override};
+use smtsched_os::metrics::Metrics;
+use smtsched_os::oracle::SimulatedOracle;
+use smtsched_os::policy::Naive;
+use smtsched_os::sim::{Baseline, OsSim, SimConfig};
+use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
 use smtsched_report::verdict::{MeanInterval, Verdict};
 use std::collections::BTreeMap;
 

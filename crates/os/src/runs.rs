@@ -1,0 +1,303 @@
+//! Running a task set under policies over repetitions, and what such runs report: the policy,
+//! task and server tables, the timeline and the Perfetto trace. `smtsched run`, sweeps and the
+//! experiments (crate `smtsched-experiments`) all run task sets through [`simulate`].
+
+use crate::metrics::Metrics;
+use crate::oracle::Oracle;
+use crate::policy::{PolicyInputs, PolicyName};
+use crate::sim::{OsSim, SimConfig};
+use crate::taskset::TaskSetSpec;
+use rayon::prelude::*;
+use smtsched_model::MachineModel;
+use smtsched_report::perfetto::{trace_json, CounterSample};
+use smtsched_report::stats::mean_sd;
+use smtsched_report::timeline::{timeline_svg, Segment};
+use smtsched_report::Table;
+
+/// Results of one policy over its repetitions.
+#[derive(serde::Serialize)]
+pub struct PolicyRuns {
+    pub policy: String,
+    pub runs: Vec<Metrics>,
+    /// Wall-clock seconds all the simulations took once the oracle was warm.
+    pub wall_seconds: f64,
+}
+
+/// Runs `set` under every policy `repeat` times (seeds seed, seed+1, …), in parallel.
+pub fn simulate(
+    m: &MachineModel,
+    oracle: &dyn Oracle,
+    set: &TaskSetSpec,
+    policies: &[PolicyName],
+    repeat: u32,
+    base: &SimConfig,
+) -> Result<Vec<PolicyRuns>, String> {
+    // Building one simulation validates the set and warms the oracle.
+    OsSim::new(m, oracle, set, Box::new(crate::policy::Naive), base.clone())?;
+    let inputs = PolicyInputs {
+        truth: policies
+            .contains(&PolicyName::Optimal)
+            .then(|| truth_for(m, oracle, set, base)),
+        ..PolicyInputs::default()
+    };
+    let started = std::time::Instant::now();
+    let jobs: Vec<(usize, u32)> = (0..policies.len())
+        .flat_map(|p| (0..repeat).map(move |r| (p, r)))
+        .collect();
+    let results: Vec<Metrics> = jobs
+        .par_iter()
+        .map(|&(p, r)| {
+            let mut cfg = base.clone();
+            cfg.seed = base.seed + r as u64;
+            cfg.record_timeline = base.record_timeline && p == 0 && r == 0;
+            cfg.record_periods = base.record_periods && p == 0 && r == 0;
+            let policy = policies[p].build(&inputs)?;
+            OsSim::new(m, oracle, set, policy, cfg).map(|s| s.run())
+        })
+        .collect::<Result<_, String>>()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut out: Vec<PolicyRuns> = policies
+        .iter()
+        .map(|p| PolicyRuns {
+            policy: p.to_string(),
+            runs: Vec::new(),
+            wall_seconds: seconds,
+        })
+        .collect();
+    for ((p, _), r) in jobs.iter().zip(results) {
+        out[*p].runs.push(r);
+    }
+    Ok(out)
+}
+
+/// The true PRs of the set's tasks on the first core in use, for the `optimal` ceiling.
+pub fn truth_for(
+    m: &MachineModel,
+    oracle: &dyn Oracle,
+    set: &TaskSetSpec,
+    cfg: &SimConfig,
+) -> crate::policy::PairTruth {
+    let topo = smtsched_model::topology::Topology::of_machine(m, cfg.cpus.as_ref());
+    let core = topo.cores[0]
+        .cpus
+        .iter()
+        .map(|c| c as usize)
+        .collect::<Vec<_>>();
+    let names: Vec<String> = set.tasks.iter().map(|t| t.display_name()).collect();
+    crate::oracle::pair_truth(
+        oracle,
+        &names,
+        m.logical_cpus() as usize,
+        core[0],
+        core.get(1).copied(),
+    )
+}
+
+/// The comparison table: one row per policy. Columns computed from PRs are marked `*` where a
+/// task completed no run in the window (the sums leave it out), with a note under the table.
+pub fn policy_table(results: &[PolicyRuns]) -> String {
+    let mut t = Table::new([
+        "policy",
+        "system speedup",
+        "sd",
+        "ANTT",
+        "fairness",
+        "PR sd",
+        "switches/s",
+        "migrations/s",
+        "forced idle (CPUs)",
+        "estimates",
+    ]);
+    let mut notes = Vec::new();
+    for p in results {
+        let s: Vec<_> = p.runs.iter().map(|r| r.summary()).collect();
+        let mean = |f: &dyn Fn(&crate::metrics::Summary) -> f64| {
+            mean_sd(&s.iter().map(f).collect::<Vec<_>>())
+        };
+        let per_s = |f: &dyn Fn(&Metrics) -> f64| {
+            mean_sd(
+                &p.runs
+                    .iter()
+                    .map(|r| f(r) / (r.window.1 / r.clock_hz))
+                    .collect::<Vec<_>>(),
+            )
+            .0
+        };
+        let missing = s.iter().map(|x| x.missing.len()).max().unwrap_or(0);
+        let mark = if missing > 0 { "*" } else { "" };
+        if missing > 0 {
+            notes.push(format!(
+                "* {}: {missing} of {} tasks completed no run in the measurement window (in at least one repetition); the marked columns leave them out",
+                p.policy,
+                p.runs.first().map_or(0, |r| r.per_bench.len())
+            ));
+        }
+        let (sp, sd) = mean(&|x| x.system_speedup);
+        t.row([
+            p.policy.clone(),
+            format!("{sp:.3}{mark}"),
+            format!("{sd:.3}"),
+            format!("{:.3}{mark}", mean(&|x| x.antt).0),
+            format!("{:.3}{mark}", mean(&|x| x.fairness).0),
+            format!("{:.3}{mark}", mean(&|x| x.pr_sd).0),
+            format!("{:.1}", per_s(&|r| r.context_switches as f64)),
+            format!("{:.2}", per_s(&|r| r.migrations as f64)),
+            format!(
+                "{:.2}",
+                mean_sd(
+                    &p.runs
+                        .iter()
+                        .map(|r| r.forced_idle_cycles / (r.window.1 - r.window.0))
+                        .collect::<Vec<_>>()
+                )
+                .0
+            ),
+            format!(
+                "{}",
+                p.runs.iter().map(|r| r.estimates).sum::<u64>() / p.runs.len().max(1) as u64
+            ),
+        ]);
+    }
+    let mut out = t.render();
+    for n in notes {
+        out.push('\n');
+        out.push_str(&n);
+    }
+    out
+}
+
+/// Per-task PRs: one row per task, one column per policy (mean over repetitions).
+pub fn task_table(results: &[PolicyRuns]) -> String {
+    let names: Vec<String> = results[0].runs[0]
+        .per_bench
+        .iter()
+        .map(|b| format!("{} (nice {})", b.name, b.nice))
+        .collect();
+    let mut t = Table::new(
+        std::iter::once("task PR".to_string()).chain(results.iter().map(|p| p.policy.clone())),
+    );
+    for (i, name) in names.iter().enumerate() {
+        t.row(std::iter::once(name.clone()).chain(results.iter().map(|p| {
+            let v: Vec<f64> = p.runs.iter().filter_map(|r| r.per_bench[i].pr).collect();
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.3}", mean_sd(&v).0)
+            }
+        })));
+    }
+    t.render()
+}
+
+/// Servers: one row per policy and client group (means over repetitions; response times of
+/// the first repetition, `-` where no response completed in the window).
+pub fn server_table(results: &[PolicyRuns]) -> String {
+    let mut t = Table::new([
+        "policy", "clients", "req/s", "Mb/s", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "kernel",
+        "irq", "instr/B",
+    ]);
+    for p in results {
+        for (i, s) in p.runs[0].servers.iter().enumerate() {
+            let mean =
+                |f: &dyn Fn(&Metrics) -> f64| mean_sd(&p.runs.iter().map(f).collect::<Vec<_>>()).0;
+            let resp = |q: fn(&crate::metrics::ResponseTimes) -> f64| {
+                s.response_ms
+                    .as_ref()
+                    .map_or("-".into(), |r| format!("{:.3}", q(r)))
+            };
+            let k = |f: fn(&crate::sim::KernelTotals) -> f64| {
+                format!("{:.3}", mean(&|r| r.kernel.as_ref().map_or(0.0, f)))
+            };
+            t.row([
+                p.policy.clone(),
+                s.name.clone(),
+                format!("{:.0}", mean(&|r| r.servers[i].requests_per_s)),
+                format!("{:.1}", mean(&|r| r.servers[i].megabits_per_s)),
+                resp(|r| r.p50),
+                resp(|r| r.p90),
+                resp(|r| r.p99),
+                resp(|r| r.p999),
+                k(|k| k.kernel_share),
+                k(|k| k.interrupt_share),
+                format!(
+                    "{:.2}",
+                    mean(&|r| r.per_byte.map_or(0.0, |p| p.instructions))
+                ),
+            ]);
+        }
+    }
+    t.render()
+}
+
+/// The stretches each task held a CPU between `t0_s` and `t1_s` (seconds since the start),
+/// labelled "name (pid)".
+pub fn segments(r: &Metrics, t0_s: f64, t1_s: f64) -> Vec<Segment> {
+    let hz = r.clock_hz;
+    let mut open: std::collections::BTreeMap<usize, (f64, String)> = Default::default();
+    let mut segs = Vec::new();
+    let mut close = |lane: usize, start_s: f64, end_s: f64, label: String| {
+        let (start_s, end_s) = (start_s.max(t0_s), end_s.min(t1_s));
+        if end_s > start_s {
+            segs.push(Segment {
+                lane,
+                start_s,
+                end_s,
+                label,
+            });
+        }
+    };
+    for s in &r.timeline {
+        let t = s.cycle / hz;
+        if let Some((start, label)) = open.remove(&s.cpu) {
+            close(s.cpu, start, t, label);
+        }
+        if let (Some(name), Some(pid)) = (&s.to_name, s.to) {
+            open.insert(s.cpu, (t, format!("{name} ({pid})")));
+        }
+    }
+    for (cpu, (start, label)) in open {
+        close(cpu, start, r.window.1 / hz, label);
+    }
+    segs
+}
+
+/// Timeline segments of the first `seconds` seconds after the window starts.
+pub fn timeline_svg_of(
+    r: &Metrics,
+    m: &MachineModel,
+    seconds: f64,
+    title: &str,
+) -> Result<String, String> {
+    let t0 = r.window.0 / r.clock_hz;
+    let t1 = t0 + seconds;
+    let segs = segments(r, t0, t1);
+    let lanes = m.logical_cpus() as usize;
+    let names: Vec<String> = (0..lanes).map(|c| format!("cpu {c}")).collect();
+    timeline_svg(&segs, lanes, &names, t0, t1, title)
+}
+
+/// The whole schedule as a Perfetto trace: a track per CPU, a slice per stretch a task ran, a
+/// counter track per task's PR estimates.
+pub fn perfetto_of(r: &Metrics, m: &MachineModel, title: &str) -> serde_json::Value {
+    let segs = segments(r, 0.0, r.window.1 / r.clock_hz);
+    let names: Vec<String> = (0..m.logical_cpus()).map(|c| format!("cpu {c}")).collect();
+    let label: std::collections::BTreeMap<u32, String> = r
+        .timeline
+        .iter()
+        .filter_map(|s| Some((s.to?, s.to_name.clone()?)))
+        .collect();
+    let counters: Vec<CounterSample> = r
+        .estimate_samples
+        .iter()
+        .map(|e| CounterSample {
+            series: format!(
+                "PR {} ({})",
+                label.get(&e.pid).map_or("task", |s| s.as_str()),
+                e.pid
+            ),
+            t_s: e.cycle / r.clock_hz,
+            value: e.pr,
+        })
+        .collect();
+    trace_json(title, &names, &segs, &counters)
+}
