@@ -15,10 +15,6 @@ use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
 use smtsched_report::verdict::{MeanInterval, Verdict};
 use std::collections::BTreeMap;
 
-/// Instructions per oracle sample: warm-up, then measured.
-pub const ORACLE_WARMUP: u64 = 1_000_000;
-pub const ORACLE_MEASURE: u64 = 2_000_000;
-
 /// One configuration: which machine, which CPUs the OS uses, the kernel build, where interrupts
 /// go and how many copies of the first task run.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -516,20 +512,8 @@ fn run_group(
     let first = &jobs[0].config.name;
     let at = |e: String| format!("config {first:?}: {e}");
     let m = load_machine(&key.machine, common.overrides).map_err(|e| at(e.to_string()))?;
-    let profiles = jobs[0]
-        .set
-        .oracle_profiles()
-        .map_err(|e| at(e.to_string()))?
-        .iter()
-        .map(|p| p.built_for(key.kernel))
-        .collect();
-    let oracle = SimulatedOracle::new(
-        m.clone(),
-        profiles,
-        common.seed,
-        ORACLE_WARMUP,
-        ORACLE_MEASURE,
-    );
+    let oracle = SimulatedOracle::for_set(&m, &jobs[0].set, common.seed, key.kernel)
+        .map_err(|e| at(e.to_string()))?;
     jobs.iter()
         .map(|job| {
             let cell = run_cell(spec, common, &m, &oracle, job);

@@ -1,5 +1,6 @@
 //! The experiments of smtsched (DESIGN §10): the seeds' headline results as typed data, each with
-//! its claims, run and judged ([`experiment`], [`pairs`], [`configurations`], [`fedorova`]); and
+//! its claims, run and judged ([`experiment`], [`run`], [`pairs`], [`configurations`],
+//! [`fedorova`]); and
 //! sweeps (machines × overrides × workloads × placements or policies × seeds) that run in shards
 //! on one host or as a Slurm job array and merge into one result ([`sweep`], [`slurm`]).
 
@@ -7,5 +8,6 @@ pub mod configurations;
 pub mod experiment;
 pub mod fedorova;
 pub mod pairs;
+pub mod run;
 pub mod slurm;
 pub mod sweep;

@@ -22,9 +22,6 @@ use std::path::Path;
 pub const SWEEP_RESULTS_FORMAT: &str = "smtsched-sweep-results-1";
 /// Most jobs one sweep may expand into.
 pub const MAX_JOBS: usize = 100_000;
-/// Instructions per oracle sample of a policies job (as `smtsched run`).
-const ORACLE_WARMUP: u64 = 1_000_000;
-const ORACLE_MEASURE: u64 = 2_000_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
@@ -439,14 +436,8 @@ impl Sweep {
                 for t in &mut set.tasks {
                     t.run_seconds = self.spec.run_seconds;
                 }
-                let profiles = set
-                    .oracle_profiles()
-                    .map_err(|e| e.to_string())?
-                    .iter()
-                    .map(|p| p.built_for(KernelBuild::Smp))
-                    .collect();
-                let oracle =
-                    SimulatedOracle::new(m.clone(), profiles, seed, ORACLE_WARMUP, ORACLE_MEASURE);
+                let oracle = SimulatedOracle::for_set(m, &set, seed, KernelBuild::Smp)
+                    .map_err(|e| e.to_string())?;
                 let cfg = SimConfig::new(self.spec.baseline, self.spec.duration_s, seed);
                 let runs = simulate(m, &oracle, &set, &[policy], 1, &cfg)?;
                 let s = runs[0].runs[0].summary();

@@ -135,8 +135,15 @@ impl LinearModel {
         }
     }
 
-    /// Checks what serde cannot: finite numbers.
-    /// A model file's text (TOML, or JSON when `toml` is false), checked.
+    /// A model file (TOML when its name ends in `.toml`, JSON otherwise); errors name the file.
+    pub fn load(path: &std::path::Path) -> Result<LinearModel, String> {
+        let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
+        LinearModel::parse(&text, path.extension().is_some_and(|x| x == "toml")).map_err(|e| at(&e))
+    }
+
+    /// A model file's text (TOML, or JSON when `toml` is false), checked — including what serde
+    /// cannot: finite numbers.
     pub fn parse(text: &str, toml: bool) -> Result<LinearModel, String> {
         let m: LinearModel = if toml {
             toml::from_str(text).map_err(|e| e.message().to_string())?

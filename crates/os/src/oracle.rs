@@ -242,7 +242,35 @@ impl Workload for PhaseStart<'_> {
     }
 }
 
+/// Instructions each simulated sample warms up over, then measures over, in every run of a task
+/// set (`smtsched run`, the experiments, sweeps): long enough for the caches of the machine
+/// presets to fill, short enough that a run's distinct situations simulate in seconds.
+pub const SAMPLE_WARMUP_INSTRUCTIONS: u64 = 1_000_000;
+pub const SAMPLE_MEASURE_INSTRUCTIONS: u64 = 2_000_000;
+
 impl SimulatedOracle {
+    /// The oracle for the workloads of `set` (oracle workload `i` = task `i`, then the devices'
+    /// handlers) built for a `build` kernel, sampled over the standard window.
+    pub fn for_set(
+        machine: &MachineModel,
+        set: &crate::taskset::TaskSetSpec,
+        seed: u64,
+        build: smtsched_model::KernelBuild,
+    ) -> Result<SimulatedOracle, smtsched_model::ModelError> {
+        let profiles = set
+            .oracle_profiles()?
+            .iter()
+            .map(|p| p.built_for(build))
+            .collect();
+        Ok(SimulatedOracle::new(
+            machine.clone(),
+            profiles,
+            seed,
+            SAMPLE_WARMUP_INSTRUCTIONS,
+            SAMPLE_MEASURE_INSTRUCTIONS,
+        ))
+    }
+
     /// An oracle for `workloads` on `machine`, sampling each situation over `warmup` then
     /// `measure` instructions per thread.
     pub fn new(

@@ -47,6 +47,39 @@ pub(crate) fn counting_bar(len: u64, unit: &str) -> Result<ProgressBar> {
     )
 }
 
+/// An experiment's progress on the terminal: a counting bar per stage, notes always, passing
+/// status lines only when someone watches.
+#[derive(Default)]
+pub(crate) struct Bars {
+    bar: std::sync::Mutex<Option<ProgressBar>>,
+}
+
+impl smtsched_experiments::run::Progress for Bars {
+    fn begin(&self, label: &str, total: u64, unit: &str) {
+        let bar = counting_bar(total, unit).unwrap_or_else(|_| ProgressBar::hidden());
+        bar.set_message(label.to_string());
+        *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar);
+    }
+    fn step(&self) {
+        if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            b.inc(1);
+        }
+    }
+    fn end(&self) {
+        if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            b.finish_and_clear();
+        }
+    }
+    fn note(&self, line: &str) {
+        eprintln!("{line}");
+    }
+    fn status(&self, line: &str) {
+        if std::io::stderr().is_terminal() {
+            eprintln!("  {line}");
+        }
+    }
+}
+
 /// A comma-separated `--policies` list.
 pub(crate) fn parse_policies(list: &str) -> Result<Vec<smtsched_os::PolicyName>> {
     list.split(',')

@@ -3,13 +3,14 @@
 //! `report.md` and `report.json` — with the counts of claims that hold, do not hold and are
 //! inconclusive at the top, and per experiment its claims, tables, figures, machine, seed and time.
 
-use super::reproduce::{run_one, Outcome};
+use super::reproduce::run_one;
 use super::{out, write_file};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use serde::Serialize;
 use smtsched_experiments::experiment::{load_experiment, EXPERIMENTS};
+use smtsched_experiments::run::{ClaimOutcome, Outcome};
 use smtsched_report::verdict::Verdict;
 use smtsched_report::Table;
 use std::path::Path;
@@ -38,7 +39,7 @@ struct ExperimentReport<'a> {
     source: &'a str,
     machine: &'a str,
     seconds: f64,
-    claims: &'a [super::reproduce::ClaimOutcome],
+    claims: &'a [ClaimOutcome],
     result: &'a serde_json::Value,
 }
 

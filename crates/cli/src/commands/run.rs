@@ -5,7 +5,7 @@ use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::KernelBuild;
-use smtsched_model::{expand_workload_list, CpuSet, PrMatrix, WorkloadProfile};
+use smtsched_model::{expand_workload_list, CpuSet, PrMatrix};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
 use smtsched_os::policy::DecisionRecord;
 use smtsched_os::runs::{
@@ -17,8 +17,6 @@ use smtsched_os::{LinearModel, PolicyName};
 use std::path::Path;
 
 /// Instructions per oracle sample (warm-up, measured): the matrix defaults.
-const ORACLE_WARMUP: u64 = 1_000_000;
-const ORACLE_MEASURE: u64 = 2_000_000;
 
 pub fn task_set(text: &str) -> Result<TaskSetSpec> {
     if Path::new(text).is_file() {
@@ -33,24 +31,12 @@ pub fn task_set(text: &str) -> Result<TaskSetSpec> {
 
 /// A counter model file (JSON or TOML, as `train fit` writes it).
 pub fn load_linear_model(file: &str) -> Result<LinearModel> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| bad_input(format!("--model {file}: {e}")))?;
-    LinearModel::parse(&text, file.ends_with(".toml"))
-        .map_err(|e| bad_input(format!("--model {file}: {e}")))
+    LinearModel::load(Path::new(file)).map_err(|e| bad_input(format!("--model {e}")))
 }
 
+/// `--model`: thesis, perfect, matrix:FILE or a model file.
 pub fn estimator(model: &str) -> Result<Estimator> {
-    Ok(match model {
-        "thesis" | "thesis-northwood" => Estimator::Model(LinearModel::thesis_northwood()),
-        "perfect" => Estimator::Perfect,
-        spec if spec.starts_with("matrix:") => {
-            let file = &spec["matrix:".len()..];
-            let m = smtsched_os::MatrixEstimates::load(std::path::Path::new(file))
-                .map_err(|e| bad_input(format!("--model matrix:{e}")))?;
-            Estimator::Matrix(std::sync::Arc::new(m))
-        }
-        file => Estimator::Model(load_linear_model(file)?),
-    })
+    Estimator::from_spec(model).map_err(|e| bad_input(format!("--model {e}")))
 }
 
 /// The oracle a run uses, for the workloads of `set` (oracle workload `i` = task `i`, then the
@@ -83,18 +69,7 @@ pub fn oracle(
             "--oracle {spec:?}: expected simulated or measured:FILE"
         )));
     }
-    let profiles: Vec<WorkloadProfile> = set
-        .oracle_profiles()?
-        .iter()
-        .map(|p| p.built_for(build))
-        .collect();
-    Ok(Box::new(SimulatedOracle::new(
-        m.clone(),
-        profiles,
-        seed,
-        ORACLE_WARMUP,
-        ORACLE_MEASURE,
-    )))
+    Ok(Box::new(SimulatedOracle::for_set(m, set, seed, build)?))
 }
 
 pub fn run(a: RunArgs) -> Result<()> {

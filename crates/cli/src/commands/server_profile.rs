@@ -13,7 +13,6 @@
 //! measured.
 
 use anyhow::{anyhow, Result};
-use smtsched_experiments::configurations;
 use smtsched_host::perf::Event;
 use smtsched_host::webserver::roles::{separable, RoleTimes};
 use smtsched_host::webserver::{CpuUse, Placement, ServerMeasurement};
@@ -234,8 +233,8 @@ fn solo_ipcs(model: &MachineModel, profiles: [&WorkloadProfile; 3]) -> [f64; 3] 
         profiles.iter().map(|p| (*p).clone()).collect(),
         1,
         // Sampled as the experiment's own oracle samples them.
-        configurations::ORACLE_WARMUP,
-        configurations::ORACLE_MEASURE,
+        smtsched_os::oracle::SAMPLE_WARMUP_INSTRUCTIONS,
+        smtsched_os::oracle::SAMPLE_MEASURE_INSTRUCTIONS,
     );
     std::array::from_fn(|w| {
         o.solo_ipc(Occupant {

@@ -3,8 +3,8 @@
 //! estimation accuracy is worth to the schedulers.
 
 use super::counting_bar;
-use super::run::{estimator, oracle};
-use super::{json_out, machine, out, workload, write_file};
+use super::run::estimator;
+use super::{json_out, out, workload, write_file, Bars};
 use crate::args::MachineArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
@@ -20,12 +20,11 @@ use smtsched_estimate::simulate::{
 use smtsched_estimate::validate::{report as validate_report, scatter_svg, validate};
 use smtsched_estimate::windows::{read_csv, to_csv};
 use smtsched_estimate::{EstimateError, WindowSet};
-use smtsched_experiments::experiment::{load_experiment, metric, ExperimentKind, PolicyMetric};
-use smtsched_model::{expand_workload_list, CpuSet};
-use smtsched_os::policy::PolicyInputs;
-use smtsched_os::runs::simulate;
-use smtsched_os::sim::{Estimator, SimConfig};
-use smtsched_os::{LinearModel, PolicyName};
+use smtsched_experiments::experiment::load_experiment;
+use smtsched_experiments::run::RunOptions;
+use smtsched_model::expand_workload_list;
+use smtsched_os::sim::Estimator;
+use smtsched_os::LinearModel;
 use smtsched_report::{Summary, Table};
 use smtsched_uarch::Workload;
 use std::path::{Path, PathBuf};
@@ -519,78 +518,44 @@ fn ablation(a: AblationArgs) -> Result<()> {
         "trained",
         "perfect",
     ]);
-    let mut json = Vec::new();
-    let names: Vec<&str> = a
+    let experiments: Vec<_> = a
         .experiments
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .collect();
-    let bar = counting_bar((names.len() * estimators.len()) as u64, "simulations")?;
-    bar.set_message("ablation");
-    for name in names {
-        let e = load_experiment(name)?;
-        if e.kind != ExperimentKind::Policies {
-            return Err(bad_input(format!(
-                "--experiments {name}: not a policies experiment"
-            )));
-        }
-        let m = machine(&e.machine, &e.set)?;
-        let set = e.task_set();
-        // The policies that use estimates, and naive as the reference that does not.
-        let mut policies: Vec<PolicyName> = vec![PolicyName::Naive];
-        policies.extend(e.policies.iter().copied().filter(|p| {
-            *p != PolicyName::Naive
-                && p.build(&PolicyInputs::default())
-                    .is_ok_and(|b| b.needs().estimates)
+        .map(load_experiment)
+        .collect::<Result<_, _>>()?;
+    let options = RunOptions {
+        seed: a.seed,
+        duration_s: a.duration,
+        repetitions: a.repetitions,
+        ..RunOptions::default()
+    };
+    let ests: Vec<Estimator> = estimators.iter().map(|(_, e)| e.clone()).collect();
+    let rows =
+        smtsched_experiments::run::ablation::run(&experiments, &ests, &options, &Bars::default())?;
+    let cell = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
+    let mut json = Vec::new();
+    for r in &rows {
+        table.row(
+            [r.experiment.clone(), r.policy.clone()]
+                .into_iter()
+                .chain(r.system_speedup.iter().map(|&v| cell(v)))
+                .chain(r.fairness.iter().map(|&v| cell(v))),
+        );
+        let by_label = |v: &[Option<f64>]| -> serde_json::Map<String, serde_json::Value> {
+            estimators
+                .iter()
+                .zip(v)
+                .map(|((l, _), x)| (l.to_string(), serde_json::json!(x)))
+                .collect()
+        };
+        json.push(serde_json::json!({
+            "experiment": r.experiment, "policy": r.policy,
+            "system_speedup": by_label(&r.system_speedup),
+            "fairness": by_label(&r.fairness),
         }));
-        let reps = a.repetitions.unwrap_or(e.repetitions);
-        if reps == 0 {
-            return Err(bad_input("--repetitions 0: at least one is needed"));
-        }
-        let orc = oracle(
-            "simulated",
-            &m,
-            &set,
-            a.seed,
-            smtsched_model::KernelBuild::Smp,
-        )?;
-        let mut by_est = Vec::new();
-        for (label, est) in &estimators {
-            let mut cfg = SimConfig::new(e.baseline, a.duration.unwrap_or(e.duration_s), a.seed);
-            cfg.cpus = e
-                .cpus
-                .as_deref()
-                .map(CpuSet::parse)
-                .transpose()
-                .map_err(|err| bad_input(format!("{}: cpus: {err}", e.name)))?;
-            cfg.estimator = est.clone();
-            let results =
-                simulate(&m, orc.as_ref(), &set, &policies, reps, &cfg).map_err(bad_input)?;
-            bar.inc(1);
-            by_est.push((label, results));
-        }
-        for (k, p) in policies.iter().enumerate() {
-            let get = |i: usize, met: PolicyMetric| metric(&by_est[i].1[k], met);
-            let cell = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.3}"));
-            table.row([
-                e.name.clone(),
-                p.to_string(),
-                cell(get(0, PolicyMetric::SystemSpeedup)),
-                cell(get(1, PolicyMetric::SystemSpeedup)),
-                cell(get(2, PolicyMetric::SystemSpeedup)),
-                cell(get(0, PolicyMetric::Fairness)),
-                cell(get(1, PolicyMetric::Fairness)),
-                cell(get(2, PolicyMetric::Fairness)),
-            ]);
-            json.push(serde_json::json!({
-                "experiment": e.name, "policy": p.to_string(),
-                "system_speedup": {"shipped": get(0, PolicyMetric::SystemSpeedup), "trained": get(1, PolicyMetric::SystemSpeedup), "perfect": get(2, PolicyMetric::SystemSpeedup)},
-                "fairness": {"shipped": get(0, PolicyMetric::Fairness), "trained": get(1, PolicyMetric::Fairness), "perfect": get(2, PolicyMetric::Fairness)},
-            }));
-        }
     }
-    bar.finish_and_clear();
     if a.json {
         return json_out(&serde_json::json!({"trained_model": trained.name, "results": json}));
     }

@@ -75,6 +75,24 @@ pub enum Estimator {
     Matrix(std::sync::Arc<crate::matrix_estimate::MatrixEstimates>),
 }
 
+impl Estimator {
+    /// `thesis` (the thesis's Northwood model), `perfect`, `matrix:FILE` (a measured PR matrix)
+    /// or a counter model file (JSON or TOML, as `train fit` writes it). Errors name the file.
+    pub fn from_spec(spec: &str) -> Result<Estimator, String> {
+        Ok(match spec {
+            "thesis" | "thesis-northwood" => Estimator::Model(LinearModel::thesis_northwood()),
+            "perfect" => Estimator::Perfect,
+            _ => match spec.strip_prefix("matrix:") {
+                Some(file) => Estimator::Matrix(std::sync::Arc::new(
+                    crate::matrix_estimate::MatrixEstimates::load(std::path::Path::new(file))
+                        .map_err(|e| format!("matrix:{e}"))?,
+                )),
+                None => Estimator::Model(LinearModel::load(std::path::Path::new(spec))?),
+            },
+        })
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct SimConfig {
     pub baseline: Baseline,

@@ -1,0 +1,212 @@
+//! Running one experiment file: the simulation its kind calls for, repetitions added while a
+//! claim is inconclusive (up to a cap), each claim judged, and what a report needs — the text
+//! printed, the JSON, the verdicts and the figures. `smtsched reproduce` prints an [`Outcome`];
+//! `smtsched reproduce all` gathers them into one report.
+
+pub mod ablation;
+mod matrices;
+mod policies;
+mod settings;
+
+use crate::experiment::{Experiment, ExperimentKind, Paper};
+use smtsched_model::{load_machine, MachineModel, ModelError, Override};
+use smtsched_os::sim::Baseline;
+use smtsched_os::PolicyName;
+use smtsched_report::verdict::Verdict;
+
+/// What a run may change from the experiment file (the command line's overrides).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub seed: u64,
+    pub duration_s: Option<f64>,
+    /// Repetitions to start with; the file's when `None`.
+    pub repetitions: Option<u32>,
+    /// Most repetitions while a claim is inconclusive (never fewer than the start).
+    pub max_repetitions: u32,
+    pub baseline: Option<Baseline>,
+    pub policies: Option<Vec<PolicyName>>,
+    /// The PR estimator spec (`smtsched_os::sim::Estimator::from_spec`); the file's when `None`.
+    pub estimator: Option<String>,
+    /// Keep every run's full metrics in the JSON (large), and have the Fedorova experiments
+    /// report JSON rather than text.
+    pub full_json: bool,
+}
+
+/// How a run tells a person what it is doing: the CLI draws bars; tests and sweeps stay silent.
+pub trait Progress: Sync {
+    /// A stage of `total` steps (counted in `unit`) begins; `label` says what runs.
+    fn begin(&self, label: &str, total: u64, unit: &str);
+    /// One step of the current stage is done.
+    fn step(&self);
+    /// The current stage is over.
+    fn end(&self);
+    /// A line worth keeping (repetitions added because a claim is inconclusive).
+    fn note(&self, line: &str);
+    /// A passing line for someone watching (what a long stage is doing now).
+    fn status(&self, line: &str);
+}
+
+/// Progress nobody watches.
+pub struct Silent;
+
+impl Progress for Silent {
+    fn begin(&self, _: &str, _: u64, _: &str) {}
+    fn step(&self) {}
+    fn end(&self) {}
+    fn note(&self, _: &str) {}
+    fn status(&self, _: &str) {}
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The experiment or an override asks for something that cannot run (exit 2).
+    #[error("{0}")]
+    Bad(String),
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    #[error(transparent)]
+    CacheModel(#[from] smtsched_cachemodel::error::CacheModelError),
+}
+
+impl RunError {
+    /// Whether the user's input is at fault (the CLI exits 2), not the program.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            RunError::Bad(_) | RunError::Model(_) => true,
+            RunError::CacheModel(e) => e.is_bad_input(),
+        }
+    }
+}
+
+/// One experiment's result: the report printed, its JSON, each claim's verdict, figures.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub name: String,
+    pub machine: String,
+    pub title: String,
+    pub source: String,
+    pub text: String,
+    pub json: serde_json::Value,
+    pub claims: Vec<ClaimOutcome>,
+    /// (caption, SVG).
+    pub figures: Vec<(String, String)>,
+    pub seconds: f64,
+}
+
+/// A claim as a report shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ClaimOutcome {
+    pub says: String,
+    pub verdict: Verdict,
+    /// The interval or value it rests on, as text.
+    pub evidence: String,
+}
+
+/// What one kind's run adds to the report's heading.
+struct KindOutcome {
+    text: String,
+    json: serde_json::Value,
+    claims: Vec<ClaimOutcome>,
+    figures: Vec<(String, String)>,
+}
+
+/// Runs experiment `e` with `o`'s overrides.
+pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcome, RunError> {
+    let started = std::time::Instant::now();
+    if let Some(b) = o.baseline {
+        e.baseline = b;
+    }
+    if let Some(list) = &o.policies {
+        e.policies = list.clone();
+    }
+    let m = machine_of(&e)?;
+    let k = match e.kind {
+        ExperimentKind::Policies => policies::run(&e, &m, o, p)?,
+        ExperimentKind::Asymmetry => matrices::asymmetry(&e, &m, o, p)?,
+        ExperimentKind::Pairs => matrices::pairs(&e, &m, o, p)?,
+        ExperimentKind::Configurations => settings::run(&e, o, p)?,
+        ExperimentKind::FedorovaCpi
+        | ExperimentKind::FedorovaL1
+        | ExperimentKind::FedorovaL2
+        | ExperimentKind::FedorovaBalanceSet => fedorova(&e, o, p)?,
+    };
+    Ok(Outcome {
+        name: e.name.clone(),
+        machine: e.machine.clone(),
+        title: e.title.clone(),
+        source: e.source.clone(),
+        text: format!(
+            "{}\n{}\nsource: {}\n\n{}",
+            e.name, e.title, e.source, k.text
+        ),
+        json: k.json,
+        claims: k.claims,
+        figures: k.figures,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The experiment's machine with its `set` overrides.
+fn machine_of(e: &Experiment) -> Result<MachineModel, RunError> {
+    let overrides: Vec<Override> = e.set.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
+    Ok(load_machine(&e.machine, &overrides)?)
+}
+
+/// Repetitions to start with, checked.
+pub(crate) fn repetitions(e: &Experiment, o: &RunOptions) -> Result<u32, RunError> {
+    match o.repetitions.unwrap_or(e.repetitions) {
+        0 => Err(RunError::Bad(
+            "--repetitions 0: at least one is needed".into(),
+        )),
+        n => Ok(n),
+    }
+}
+
+/// "The paper (figure):" and its findings, as every report ends.
+fn paper_text(paper: &Paper) -> String {
+    let mut text = format!("\nThe paper ({}):\n", paper.figure);
+    for f in &paper.findings {
+        text.push_str(&format!("  - {f}\n"));
+    }
+    text
+}
+
+/// A claim that one seed's value lies in `within`: a value, not an interval.
+fn range_claim(says: &str, value: Option<f64>, within: [f64; 2]) -> ClaimOutcome {
+    let verdict = match value {
+        Some(x) if x >= within[0] && x <= within[1] => Verdict::Holds,
+        Some(_) => Verdict::DoesNotHold,
+        None => Verdict::Inconclusive,
+    };
+    ClaimOutcome {
+        says: says.to_string(),
+        verdict,
+        evidence: format!(
+            "[{}] {says} (one seed: {} in [{}, {}])",
+            verdict.label(),
+            value.map_or("-".into(), |x| format!("{x:.3}")),
+            within[0],
+            within[1]
+        ),
+    }
+}
+
+fn fedorova(e: &Experiment, o: &RunOptions, p: &dyn Progress) -> Result<KindOutcome, RunError> {
+    let text = crate::fedorova::reproduce(e, o.seed, o.full_json, &|line: &str| p.status(line))?;
+    Ok(if o.full_json {
+        KindOutcome {
+            json: serde_json::from_str(&text)
+                .map_err(|err| RunError::Bad(format!("{}: {err}", e.name)))?,
+            text: String::new(),
+            claims: Vec::new(),
+            figures: Vec::new(),
+        }
+    } else {
+        KindOutcome {
+            json: serde_json::json!({"experiment": e.name, "paper": e.paper}),
+            text,
+            claims: Vec::new(),
+            figures: Vec::new(),
+        }
+    })
+}

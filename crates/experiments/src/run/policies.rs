@@ -1,0 +1,206 @@
+//! A policies experiment: the task set under each policy, repeated with seeds seed, seed+1, …,
+//! and each claim judged on the per-seed differences between policies.
+
+use super::{paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use crate::configurations::interval_text;
+use crate::experiment::{judge, metric, metric_values, Experiment, Judgement, PolicyMetric};
+use smtsched_model::{CpuSet, KernelBuild, MachineModel};
+use smtsched_os::oracle::{Oracle, SimulatedOracle};
+use smtsched_os::runs::{policy_table, simulate, task_table, PolicyRuns};
+use smtsched_os::sim::{Estimator, SimConfig};
+use smtsched_report::verdict::{MeanInterval, Verdict};
+use smtsched_report::Table;
+
+pub(super) fn run(
+    e: &Experiment,
+    m: &MachineModel,
+    o: &RunOptions,
+    p: &dyn Progress,
+) -> Result<KindOutcome, RunError> {
+    let set = e.task_set();
+    let mut cfg = sim_config(e, o)?;
+    let spec = o.estimator.as_deref().unwrap_or(&e.estimator);
+    cfg.estimator =
+        Estimator::from_spec(spec).map_err(|err| RunError::Bad(format!("--model {err}")))?;
+    let oracle = SimulatedOracle::for_set(m, &set, o.seed, KernelBuild::Smp)?;
+    let results = runs_until_decided(e, m, &oracle, &cfg, o, p)?;
+    let claims: Vec<ClaimOutcome> = e
+        .paper
+        .claims
+        .iter()
+        .map(|c| {
+            let j = judge(c, &results);
+            ClaimOutcome {
+                says: c.says.clone(),
+                verdict: j.verdict,
+                evidence: judgement_line(&c.says, &j),
+            }
+        })
+        .collect();
+    let json = serde_json::json!({
+        "experiment": e.name,
+        "results": results.iter().map(|r| serde_json::json!({
+            "policy": r.policy,
+            "summaries": r.runs.iter().map(|run| run.summary()).collect::<Vec<_>>(),
+            "runs": if o.full_json { serde_json::to_value(&r.runs).unwrap_or_default() } else { serde_json::Value::Null },
+        })).collect::<Vec<_>>(),
+        "paper": e.paper,
+        "claims": e.paper.claims.iter().map(|c| serde_json::json!({"says": c.says, "judgement": judge(c, &results)})).collect::<Vec<_>>(),
+    });
+    let mut text = format!(
+        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}\n\n",
+        set.tasks.len(),
+        m.name,
+        e.cpus.as_deref().unwrap_or("all"),
+        e.baseline,
+        cfg.duration_s,
+        results.first().map_or(0, |r| r.runs.len()),
+        oracle.describe()
+    );
+    text.push_str(&policy_table(&results));
+    text.push('\n');
+    text.push_str(&task_table(&results));
+    if e.tasks.iter().any(|t| t.nice != 0) {
+        text.push_str(&priority_table(&results));
+    }
+    text.push_str(&paper_text(&e.paper));
+    for (k, v) in &e.paper.values {
+        let ours = k.split_once('.').and_then(|(policy, met)| {
+            let r = results.iter().find(|r| r.policy == policy)?;
+            metric(r, met.parse().ok()?)
+        });
+        text.push_str(&format!(
+            "  {k}: paper {v:.3}, here {}\n",
+            ours.map_or("-".into(), |x| format!("{x:.3}"))
+        ));
+    }
+    if !claims.is_empty() {
+        text.push_str("\nClaims (95% intervals of the difference over the repetitions):\n");
+        for c in &claims {
+            text.push_str(&format!("  {}\n", c.evidence));
+        }
+    }
+    Ok(KindOutcome {
+        text,
+        json,
+        claims,
+        figures: speedup_figure(e, &results).into_iter().collect(),
+    })
+}
+
+/// The simulation settings of experiment `e` under `o` (its estimator aside).
+pub(crate) fn sim_config(e: &Experiment, o: &RunOptions) -> Result<SimConfig, RunError> {
+    let mut cfg = SimConfig::new(e.baseline, o.duration_s.unwrap_or(e.duration_s), o.seed);
+    cfg.cpus = e
+        .cpus
+        .as_deref()
+        .map(CpuSet::parse)
+        .transpose()
+        .map_err(|err| RunError::Bad(format!("{}: cpus: {err}", e.name)))?;
+    Ok(cfg)
+}
+
+/// The policies' runs: the starting repetitions, then more (doubling) while a claim is
+/// inconclusive, up to the cap.
+fn runs_until_decided(
+    e: &Experiment,
+    m: &MachineModel,
+    oracle: &dyn Oracle,
+    cfg: &SimConfig,
+    o: &RunOptions,
+    p: &dyn Progress,
+) -> Result<Vec<PolicyRuns>, RunError> {
+    let set = e.task_set();
+    let reps = repetitions(e, o)?;
+    let sim = |cfg: &SimConfig, n: u32| {
+        simulate(m, oracle, &set, &e.policies, n, cfg).map_err(RunError::Bad)
+    };
+    let mut results = sim(cfg, reps)?;
+    let mut done = reps;
+    let cap = o.max_repetitions.max(reps);
+    let undecided = |r: &[PolicyRuns]| {
+        e.paper
+            .claims
+            .iter()
+            .any(|c| judge(c, r).verdict == Verdict::Inconclusive)
+    };
+    while done < cap && undecided(&results) {
+        let more = done.min(cap - done);
+        p.note(&format!(
+            "{}: a claim is inconclusive after {done} repetitions; running {more} more",
+            e.name
+        ));
+        let next = SimConfig {
+            seed: cfg.seed + done as u64,
+            ..cfg.clone()
+        };
+        for (r, x) in results.iter_mut().zip(sim(&next, more)?) {
+            r.runs.extend(x.runs);
+        }
+        done += more;
+    }
+    Ok(results)
+}
+
+/// Priority adherence: each task's PR relative to the highest-priority task, beside the ratio
+/// of their time slices, per policy (mean over the runs).
+fn priority_table(results: &[PolicyRuns]) -> String {
+    let mut t = Table::new(
+        ["task".to_string(), "slice ratio".to_string()]
+            .into_iter()
+            .chain(results.iter().map(|r| r.policy.clone())),
+    );
+    // Per policy, per run: (task, PR relative to the top task, slice ratio).
+    let ratios: Vec<Vec<Vec<_>>> = results
+        .iter()
+        .map(|r| r.runs.iter().map(|run| run.priority_ratios()).collect())
+        .collect();
+    for (i, (name, _, want)) in ratios[0][0].iter().enumerate() {
+        t.row(
+            [name.clone(), format!("{want:.2}")]
+                .into_iter()
+                .chain(ratios.iter().map(|runs| {
+                    let v: Vec<f64> = runs.iter().filter_map(|run| run[i].1).collect();
+                    if v.is_empty() {
+                        "-".into()
+                    } else {
+                        format!("{:.2}", v.iter().sum::<f64>() / v.len() as f64)
+                    }
+                })),
+        );
+    }
+    format!(
+        "\npriority adherence: PR relative to the highest-priority task, beside the time-slice ratio\n{}",
+        t.render()
+    )
+}
+
+/// System speedup per policy, mean and 95% interval over the repetitions.
+fn speedup_figure(e: &Experiment, results: &[PolicyRuns]) -> Option<(String, String)> {
+    let speedups: Vec<(String, MeanInterval)> = results
+        .iter()
+        .filter_map(|r| {
+            let v = metric_values(r, PolicyMetric::SystemSpeedup)?;
+            Some((r.policy.clone(), MeanInterval::of(&v)?))
+        })
+        .collect();
+    let svg = smtsched_report::bars::interval_svg(
+        &speedups,
+        &format!("{}: system speedup per policy (mean, 95% interval)", e.name),
+        "system speedup",
+    )
+    .ok()?;
+    Some(("System speedup per policy".into(), svg))
+}
+
+/// `[holds] says (plan - naive: 0.031 [0.012, 0.050] n=5)`.
+fn judgement_line(says: &str, j: &Judgement) -> String {
+    let interval = j
+        .difference
+        .map_or("a value is missing".into(), |i| interval_text(&i));
+    format!(
+        "[{}] {says} ({}: {interval})",
+        j.verdict.label(),
+        j.compared
+    )
+}

@@ -1,0 +1,100 @@
+//! A configurations experiment: one task set in several configurations of machine and kernel,
+//! repeated while a claim is inconclusive, each claim judged on per-seed ratios.
+
+use super::{paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use crate::configurations::{self, claim_line, Common, ConfigResults};
+use crate::experiment::Experiment;
+use smtsched_model::Override;
+use smtsched_report::verdict::Verdict;
+
+pub(super) fn run(
+    e: &Experiment,
+    o: &RunOptions,
+    p: &dyn Progress,
+) -> Result<KindOutcome, RunError> {
+    let set = e.task_set();
+    let spec = &e.configurations;
+    let overrides: Vec<Override> = e.set.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
+    let common = Common {
+        machine: &e.machine,
+        overrides: &overrides,
+        baseline: e.baseline,
+        duration_s: o.duration_s.unwrap_or(e.duration_s),
+        seed: o.seed,
+        repetitions: repetitions(e, o)?,
+    };
+    if !(common.duration_s > spec.stagger_s && common.duration_s.is_finite()) {
+        return Err(RunError::Bad(format!(
+            "--duration {}: must be longer than the experiment's stagger_s {}",
+            common.duration_s, spec.stagger_s
+        )));
+    }
+    let cells = spec.configs.len() * spec.variants.len().max(1);
+    let run = |c: &Common| -> Result<ConfigResults, RunError> {
+        p.begin(
+            &format!("{} seeds {}..", e.name, c.seed),
+            cells as u64,
+            "configurations",
+        );
+        let r = configurations::run(spec, &set, c, &|| p.step()).map_err(RunError::Bad)?;
+        p.end();
+        Ok(r)
+    };
+    let mut r = run(&common)?;
+    let cap = o.max_repetitions.max(common.repetitions) as usize;
+    let undecided = |r: &ConfigResults| {
+        spec.claims
+            .iter()
+            .any(|c| r.judge(c).verdict == Verdict::Inconclusive)
+    };
+    while r.repetitions() < cap && undecided(&r) {
+        let done = r.repetitions();
+        let more = done.min(cap - done);
+        p.note(&format!(
+            "{}: a claim is inconclusive after {done} repetitions; running {more} more",
+            e.name
+        ));
+        r.extend(run(&Common {
+            seed: common.seed + done as u64,
+            repetitions: more as u32,
+            ..common
+        })?);
+    }
+    let judged: Vec<_> = spec
+        .claims
+        .iter()
+        .map(|c| serde_json::json!({"says": c.says, "judgement": r.judge(c)}))
+        .collect();
+    let json =
+        serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper, "claims": judged});
+    let claims = spec
+        .claims
+        .iter()
+        .map(|c| {
+            let j = r.judge(c);
+            ClaimOutcome {
+                says: c.says.clone(),
+                verdict: j.verdict,
+                evidence: claim_line(c, &j),
+            }
+        })
+        .collect();
+    let mut text = format!(
+        "{} on {} ({:?} baseline), {} s simulated ({} s stagger) x {} repetition(s), seed {}\n\n",
+        set.tasks[0].display_name(),
+        e.machine,
+        e.baseline,
+        common.duration_s,
+        spec.stagger_s,
+        r.repetitions(),
+        common.seed
+    );
+    text.push_str(&configurations::render(&r, &spec.claims));
+    text.push_str(&paper_text(&e.paper));
+    Ok(KindOutcome {
+        text,
+        json,
+        claims,
+        figures: Vec::new(),
+    })
+}
