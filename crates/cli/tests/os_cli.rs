@@ -622,3 +622,51 @@ fn an_asymmetry_experiment_checks_its_claims() {
         &["bad.toml", "min_ratio"],
     );
 }
+
+/// A Fedorova experiment checks its claims on the metrics it measures: here (a)/(b) over (d)
+/// recomputed from the schedules' IPCs in the JSON. A metric another kind measures, or none
+/// does, is refused at load naming the file and the metric.
+#[test]
+fn a_fedorova_experiment_checks_its_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "name = \"c\"\ntitle = \"t\"\nkind = \"fedorova-cpi\"\nmachine = \"cmt-fedorova\"\n\
+         set = [\"topology.cores_per_package=2\"]\nworkloads = [\"cpi-1\", \"cpi-16\"]\n\
+         [cmt]\nwarmup_cycles = 100_000\nmeasure_cycles = 200_000\n\
+         [[cmt.schedule]]\nname = \"a\"\ncores = [[\"cpi-1\", \"cpi-16\"], [\"cpi-1\", \"cpi-16\"]]\n\
+         [[cmt.schedule]]\nname = \"b\"\ncores = [[\"cpi-1\", \"cpi-1\"], [\"cpi-16\", \"cpi-16\"]]\n\
+         [[cmt.schedule]]\nname = \"d\"\ncores = [[\"cpi-16\", \"cpi-16\"], [\"cpi-16\", \"cpi-16\"]]\n\
+         [[cmt.claim]]\nsays = \"wide\"\nmetric = \"ab_over_d\"\nwithin = [0.0, 100.0]\n\
+         [[cmt.claim]]\nsays = \"narrow\"\nmetric = \"ab_over_d\"\nwithin = [50.0, 60.0]\n";
+    std::fs::write(d.join("c.toml"), text).unwrap();
+    let o = smtsched(d, &["reproduce", "c.toml", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ipc = |name: &str| {
+        v["result"]["schedules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()["ipc"]
+            .as_f64()
+            .unwrap()
+    };
+    let want = ipc("a").max(ipc("b")) / ipc("d");
+    assert!(want > 0.0 && want < 50.0, "{want}");
+    assert_eq!(v["claims"][0]["verdict"], "holds");
+    assert_eq!(v["claims"][1]["verdict"], "does-not-hold");
+    let evidence = v["claims"][1]["evidence"].as_str().unwrap();
+    assert!(evidence.contains(&format!("{want:.3}")), "{evidence}");
+    for (metric, named) in [
+        ("perf_ipc_gain_min", "fedorova-cpi"),
+        ("ab_over_e", "ab_over_e"),
+    ] {
+        let bad = text.replacen("\"ab_over_d\"", &format!("\"{metric}\""), 1);
+        std::fs::write(d.join("bad.toml"), bad).unwrap();
+        assert_bad_input(
+            &smtsched(d, &["reproduce", "bad.toml"]),
+            &["bad.toml", metric, named],
+        );
+    }
+}

@@ -105,6 +105,72 @@ pub struct CmtSettings {
     /// Simulated seconds of each OS-simulator run.
     #[serde(default)]
     pub os_seconds: f64,
+    /// What the paper found, as ranges one seed's metric must fall in.
+    #[serde(default, rename = "claim")]
+    pub claims: Vec<FedorovaClaim>,
+}
+
+/// A Fedorova experiment's claim: one seed's `metric` lies in `within`.
+#[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FedorovaClaim {
+    pub says: String,
+    pub metric: FedorovaMetric,
+    pub within: [f64; 2],
+}
+
+/// What the Fedorova experiments measure that a claim can name. Gains and cuts are fractions
+/// (0.27 = 27%); the balance-set ones are the paper's method (each group of the schedule
+/// simulated), extremes over the L2 sizes.
+#[derive(
+    Clone, Copy, Debug, serde::Deserialize, serde::Serialize, PartialEq, Eq, PartialOrd, Ord,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum FedorovaMetric {
+    /// `fedorova-cpi`: IPC of the better of schedules (a) and (b) over that of (d).
+    AbOverD,
+    /// `fedorova-cpi`: IPC of schedule (b) over that of (a).
+    BOverA,
+    /// `fedorova-cpi`: IPC gain of pairing the SPEC-like mix by CPI over grouping similar CPIs.
+    SpecPairingGain,
+    /// `fedorova-l1`: lowest and highest core IPC where the L1D miss ratio is above 20%.
+    HighMissIpcMin,
+    HighMissIpcMax,
+    /// `fedorova-l1`: the largest relative IPC change of one program across the L1D sizes.
+    IpcChangeAcrossL1Sizes,
+    /// `fedorova-l2`: IPC at the largest L2 over IPC at the smallest.
+    IpcLargestOverSmallestL2,
+    /// `fedorova-l2`: L2 miss ratio at the smallest L2 over that at the largest.
+    MissRatioSmallestOverLargestL2,
+    /// `fedorova-balance-set`: IPC gain and L2 miss-ratio cut of PERF and FAIR against the
+    /// default, smallest and largest over the sizes.
+    PerfIpcGainMin,
+    PerfIpcGainMax,
+    PerfMissCutMin,
+    PerfMissCutMax,
+    FairIpcGainMin,
+    FairIpcGainMax,
+    FairMissCutMin,
+    FairMissCutMax,
+    /// `fedorova-balance-set`: AVG's mean |predicted − simulated| / simulated L2 misses per
+    /// reference over the groups of the schedules.
+    AvgEstimateError,
+    /// `fedorova-balance-set`: PERF's IPC at the smallest L2 over the default's at the next
+    /// (twice as large).
+    PerfSmallestOverDefaultDoubled,
+}
+
+impl FedorovaMetric {
+    /// The experiment kind that measures it.
+    pub fn kind(self) -> ExperimentKind {
+        use FedorovaMetric::*;
+        match self {
+            AbOverD | BOverA | SpecPairingGain => ExperimentKind::FedorovaCpi,
+            HighMissIpcMin | HighMissIpcMax | IpcChangeAcrossL1Sizes => ExperimentKind::FedorovaL1,
+            IpcLargestOverSmallestL2 | MissRatioSmallestOverLargestL2 => ExperimentKind::FedorovaL2,
+            _ => ExperimentKind::FedorovaBalanceSet,
+        }
+    }
 }
 
 /// One fixed schedule: the workloads on each core's contexts.
@@ -274,6 +340,16 @@ pub fn experiment_from_source(
                 return Err(bad(
                     "workloads",
                     "a fedorova experiment needs workloads or cmt.schedule".into(),
+                ));
+            }
+            if let Some(c) = e.cmt.claims.iter().find(|c| c.metric.kind() != e.kind) {
+                return Err(bad(
+                    "cmt.claim.metric",
+                    format!(
+                        "{} is not measured by a {} experiment",
+                        serde_json::to_value(c.metric).unwrap_or_default(),
+                        serde_json::to_value(e.kind).unwrap_or_default()
+                    ),
                 ));
             }
         }

@@ -9,7 +9,7 @@
 //! found there is simulated for one window. The mean over the moments is the schedule's IPC; the
 //! L2 miss ratio is their misses over their accesses.
 
-use crate::experiment::{Experiment, ExperimentKind};
+use crate::experiment::{Experiment, ExperimentKind, FedorovaMetric};
 use rayon::prelude::*;
 use serde::Serialize;
 use smtsched_cachemodel::analytic::ReuseRateModel;
@@ -38,19 +38,26 @@ use std::time::Instant;
 
 type Progress<'a> = &'a (dyn Fn(&str) + Sync);
 
-/// Runs a `fedorova-*` experiment; returns its report (JSON when `json`).
+/// What a `fedorova-*` experiment found: the report, the result as JSON, and the value of each
+/// metric its claims can name.
+pub struct FedorovaRun {
+    pub text: String,
+    pub json: serde_json::Value,
+    pub values: BTreeMap<FedorovaMetric, f64>,
+}
+
+/// Runs a `fedorova-*` experiment.
 pub fn reproduce(
     e: &Experiment,
     seed: u64,
-    json: bool,
     progress: Progress<'_>,
-) -> Result<String, CacheModelError> {
+) -> Result<FedorovaRun, CacheModelError> {
     let started = Instant::now();
-    let mut text = match e.kind {
-        ExperimentKind::FedorovaCpi => cpi(e, seed, json, progress)?,
-        ExperimentKind::FedorovaL1 => l1(e, seed, json, progress)?,
-        ExperimentKind::FedorovaL2 => l2(e, seed, json, progress)?,
-        ExperimentKind::FedorovaBalanceSet => balance_set(e, seed, json, progress)?,
+    let mut run = match e.kind {
+        ExperimentKind::FedorovaCpi => cpi(e, seed, progress)?,
+        ExperimentKind::FedorovaL1 => l1(e, seed, progress)?,
+        ExperimentKind::FedorovaL2 => l2(e, seed, progress)?,
+        ExperimentKind::FedorovaBalanceSet => balance_set(e, seed, progress)?,
         other => {
             return Err(bad(format!(
                 "{}: kind {other:?} is not a fedorova experiment",
@@ -58,14 +65,12 @@ pub fn reproduce(
             )))
         }
     };
-    if !json {
-        text.push_str(&format!(
-            "\nseed {seed}; {:.1} s of wall-clock time on {} host threads\n",
-            started.elapsed().as_secs_f64(),
-            rayon::current_num_threads()
-        ));
-    }
-    Ok(text)
+    run.text.push_str(&format!(
+        "\nseed {seed}; {:.1} s of wall-clock time on {} host threads\n",
+        started.elapsed().as_secs_f64(),
+        rayon::current_num_threads()
+    ));
+    Ok(run)
 }
 
 /// The experiment's machine with `extra` overrides after its own.
@@ -131,14 +136,12 @@ fn paper_block(e: &Experiment) -> String {
     s
 }
 
-fn json_of<T: Serialize>(e: &Experiment, result: &T) -> Result<String, CacheModelError> {
-    serde_json::to_string_pretty(&serde_json::json!({
+fn json_of<T: Serialize>(e: &Experiment, result: &T) -> serde_json::Value {
+    serde_json::json!({
         "experiment": e.name,
         "result": result,
         "paper": e.paper,
-    }))
-    .map(|s| s + "\n")
-    .map_err(|err| CacheModelError::Os(err.to_string()))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,12 +221,7 @@ fn run_schedule(
     })
 }
 
-fn cpi(
-    e: &Experiment,
-    seed: u64,
-    json: bool,
-    progress: Progress<'_>,
-) -> Result<String, CacheModelError> {
+fn cpi(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, CacheModelError> {
     let m = machine_with(e, &[])?;
     let window = window_of(e);
     if e.cmt.schedules.is_empty() {
@@ -306,9 +304,7 @@ fn cpi(
         spec_grouped,
         spec_gain,
     };
-    if json {
-        return json_of(e, &result);
-    }
+    let json = json_of(e, &result);
     let mut s = format!(
         "{} on {} ({} cores x {} contexts), each schedule measured over {} cycles after {} of warm-up\n\n",
         e.workloads.join(", "),
@@ -379,7 +375,30 @@ fn cpi(
         ));
     }
     s.push_str(&paper_block(e));
-    Ok(s)
+    let schedule_ipc = |n: &str| result.schedules.iter().find(|r| r.name == n).map(|r| r.ipc);
+    let values = [
+        (FedorovaMetric::AbOverD, result.ab_over_d),
+        (
+            FedorovaMetric::BOverA,
+            schedule_ipc("b").zip(schedule_ipc("a")).map(|(b, a)| b / a),
+        ),
+        (FedorovaMetric::SpecPairingGain, result.spec_gain),
+    ];
+    Ok(FedorovaRun {
+        text: s,
+        json,
+        values: found(values),
+    })
+}
+
+/// The metrics that have a value.
+fn found(
+    values: impl IntoIterator<Item = (FedorovaMetric, Option<f64>)>,
+) -> BTreeMap<FedorovaMetric, f64> {
+    values
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, v.filter(|x| x.is_finite())?)))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -393,12 +412,7 @@ pub struct L1Cell {
     pub ipc: f64,
 }
 
-fn l1(
-    e: &Experiment,
-    seed: u64,
-    json: bool,
-    progress: Progress<'_>,
-) -> Result<String, CacheModelError> {
+fn l1(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, CacheModelError> {
     let window = window_of(e);
     let sizes = if e.cmt.l1_sizes.is_empty() {
         vec![8192, 16384, 32768, 65536, 131072]
@@ -447,9 +461,7 @@ fn l1(
             })
         })
         .collect::<Result<_, CacheModelError>>()?;
-    if json {
-        return json_of(e, &cells);
-    }
+    let json = json_of(e, &cells);
     let mut s = format!(
         "{copies} copies of each program on one core of {} (4 contexts, no shared data); L1D miss ratio and core IPC\n\n",
         machines[0].name
@@ -470,31 +482,45 @@ fn l1(
     }
     s.push_str(&t.render());
     let high: Vec<&L1Cell> = cells.iter().filter(|c| c.l1d_miss_ratio > 0.2).collect();
+    let (mut high_lo, mut high_hi) = (None, None);
     if high.is_empty() {
         s.push_str("\nno configuration has an L1D miss ratio above 20%\n");
     } else {
         let lo = high.iter().map(|c| c.ipc).fold(f64::INFINITY, f64::min);
         let hi = high.iter().map(|c| c.ipc).fold(0.0, f64::max);
+        (high_lo, high_hi) = (Some(lo), Some(hi));
         s.push_str(&format!(
             "\nwith L1D miss ratios above 20% ({} cases): IPC {lo:.2} to {hi:.2} (paper: 0.7 to 0.9)\n",
             high.len()
         ));
     }
+    let mut largest_change: f64 = 0.0;
     for w in &e.workloads {
         let mine: Vec<&L1Cell> = cells.iter().filter(|c| &c.workload == w).collect();
         let lo = mine.iter().map(|c| c.ipc).fold(f64::INFINITY, f64::min);
         let hi = mine.iter().map(|c| c.ipc).fold(0.0, f64::max);
         let m_lo = mine.iter().map(|c| c.l1d_miss_ratio).fold(1.0, f64::min);
         let m_hi = mine.iter().map(|c| c.l1d_miss_ratio).fold(0.0, f64::max);
+        let change = (hi - lo) / hi.max(1e-9);
+        largest_change = largest_change.max(change);
         s.push_str(&format!(
             "  {w}: miss ratio {:.1}% to {:.1}%, IPC changes by {:.1}% across the sizes\n",
             100.0 * m_lo,
             100.0 * m_hi,
-            100.0 * (hi - lo) / hi.max(1e-9)
+            100.0 * change
         ));
     }
     s.push_str(&paper_block(e));
-    Ok(s)
+    let values = [
+        (FedorovaMetric::HighMissIpcMin, high_lo),
+        (FedorovaMetric::HighMissIpcMax, high_hi),
+        (FedorovaMetric::IpcChangeAcrossL1Sizes, Some(largest_change)),
+    ];
+    Ok(FedorovaRun {
+        text: s,
+        json,
+        values: found(values),
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1129,21 +1155,14 @@ fn run_size(
     })
 }
 
-fn l2(
-    e: &Experiment,
-    seed: u64,
-    json: bool,
-    progress: Progress<'_>,
-) -> Result<String, CacheModelError> {
+fn l2(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, CacheModelError> {
     let mix = Mix::of(e)?;
     let ctxs = size_contexts(e, &mix, seed, &sizes_of(e), progress)?;
     let sizes: Vec<SizeResult> = ctxs
         .iter()
         .map(|c| run_size(e, c, &mix, seed, &[PolicyName::Naive], false, progress))
         .collect::<Result<_, _>>()?;
-    if json {
-        return json_of(e, &sizes);
-    }
+    let json = json_of(e, &sizes);
     let m = &ctxs[0].m;
     let mut s = format!(
         "{} threads ({}) on {} ({} cores x {} contexts), Linux 2.4 scheduler seeing an {}-way multiprocessor; {} moments of each OS-simulated schedule simulated for {} cycles after {} of warm-up\n\n",
@@ -1195,15 +1214,28 @@ fn l2(
         if drops { "falls" } else { "does not fall monotonically" },
     ));
     s.push_str(&paper_block(e));
-    Ok(s)
+    let values = [
+        (
+            FedorovaMetric::IpcLargestOverSmallestL2,
+            ipcs.last().map(|x| x / ipcs[0]),
+        ),
+        (
+            FedorovaMetric::MissRatioSmallestOverLargestL2,
+            miss.last().map(|x| miss[0] / x),
+        ),
+    ];
+    Ok(FedorovaRun {
+        text: s,
+        json,
+        values: found(values),
+    })
 }
 
 fn balance_set(
     e: &Experiment,
     seed: u64,
-    json: bool,
     progress: Progress<'_>,
-) -> Result<String, CacheModelError> {
+) -> Result<FedorovaRun, CacheModelError> {
     let mix = Mix::of(e)?;
     let ctxs = size_contexts(e, &mix, seed, &sizes_of(e), progress)?;
     let policies = [
@@ -1215,10 +1247,80 @@ fn balance_set(
         .iter()
         .map(|c| run_size(e, c, &mix, seed, &policies, true, progress))
         .collect::<Result<_, _>>()?;
-    if json {
-        return json_of(e, &sizes);
+    Ok(FedorovaRun {
+        json: json_of(e, &sizes),
+        text: balance_text(e, &mix, &ctxs, &sizes),
+        values: found(balance_values(&sizes)),
+    })
+}
+
+/// Per method ("PERF emulation", "FAIR OS", …), per L2 size: (IPC gain, L2 miss-ratio cut)
+/// against the default scheduler.
+fn gains(sizes: &[SizeResult]) -> BTreeMap<&'static str, Vec<(f64, f64)>> {
+    let mut gains: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in sizes {
+        let Some(d) = find(r, "default", "os") else {
+            continue;
+        };
+        for (label, p, meth) in [
+            ("PERF emulation", "balance-set-perf", "emulation"),
+            ("FAIR emulation", "balance-set-fair", "emulation"),
+            ("PERF OS", "balance-set-perf", "os"),
+            ("FAIR OS", "balance-set-fair", "os"),
+        ] {
+            if let Some(x) = find(r, p, meth) {
+                gains.entry(label).or_default().push((
+                    x.perf.ipc / d.perf.ipc - 1.0,
+                    1.0 - x.perf.l2_miss_ratio / d.perf.l2_miss_ratio,
+                ));
+            }
+        }
     }
-    Ok(balance_text(e, &mix, &ctxs, &sizes))
+    gains
+}
+
+/// The balance-set metrics, by the paper's method (emulation).
+fn balance_values(sizes: &[SizeResult]) -> Vec<(FedorovaMetric, Option<f64>)> {
+    use FedorovaMetric::*;
+    let g = gains(sizes);
+    let extreme = |label: &str, i: usize, max: bool| {
+        let v = g.get(label)?;
+        let xs = v.iter().map(|p| if i == 0 { p.0 } else { p.1 });
+        if max {
+            xs.reduce(f64::max)
+        } else {
+            xs.reduce(f64::min)
+        }
+    };
+    let avg: Vec<f64> = sizes
+        .iter()
+        .filter_map(|r| {
+            r.estimator_errors
+                .iter()
+                .find(|x| x.estimator == Estimator::Avg)
+        })
+        .map(|x| x.per_reference)
+        .collect();
+    let doubled = sizes.windows(2).next().and_then(|w| {
+        let p = find(&w[0], "balance-set-perf", "emulation")?;
+        let d = find(&w[1], "default", "os")?;
+        Some(p.perf.ipc / d.perf.ipc)
+    });
+    vec![
+        (PerfIpcGainMin, extreme("PERF emulation", 0, false)),
+        (PerfIpcGainMax, extreme("PERF emulation", 0, true)),
+        (PerfMissCutMin, extreme("PERF emulation", 1, false)),
+        (PerfMissCutMax, extreme("PERF emulation", 1, true)),
+        (FairIpcGainMin, extreme("FAIR emulation", 0, false)),
+        (FairIpcGainMax, extreme("FAIR emulation", 0, true)),
+        (FairMissCutMin, extreme("FAIR emulation", 1, false)),
+        (FairMissCutMax, extreme("FAIR emulation", 1, true)),
+        (
+            AvgEstimateError,
+            (!avg.is_empty()).then(|| avg.iter().sum::<f64>() / avg.len() as f64),
+        ),
+        (PerfSmallestOverDefaultDoubled, doubled),
+    ]
 }
 
 fn find<'a>(r: &'a SizeResult, policy: &str, method: &str) -> Option<&'a PolicyResult> {
@@ -1260,7 +1362,7 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
         "PERF OS",
         "FAIR OS",
     ]);
-    let mut gains: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
+    let gains = gains(sizes);
     for r in sizes {
         let d = find(r, "default", "os").expect("a default run");
         let cell = |p: &str, meth: &str, key: &str| -> String {
@@ -1276,19 +1378,6 @@ fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult
                 ),
             }
         };
-        for (label, p, meth) in [
-            ("PERF emulation", "balance-set-perf", "emulation"),
-            ("FAIR emulation", "balance-set-fair", "emulation"),
-            ("PERF OS", "balance-set-perf", "os"),
-            ("FAIR OS", "balance-set-fair", "os"),
-        ] {
-            if let Some(x) = find(r, p, meth) {
-                gains.entry(label).or_default().push((
-                    x.perf.ipc / d.perf.ipc - 1.0,
-                    1.0 - x.perf.l2_miss_ratio / d.perf.l2_miss_ratio,
-                ));
-            }
-        }
         t.row([
             r.label.clone(),
             format!("{:.3}", d.perf.ipc),

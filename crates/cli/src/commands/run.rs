@@ -16,8 +16,7 @@ use smtsched_os::taskset::{load_taskset, TaskSetSpec};
 use smtsched_os::{LinearModel, PolicyName};
 use std::path::Path;
 
-/// Instructions per oracle sample (warm-up, measured): the matrix defaults.
-
+/// `--tasks`: a task set file, or a workload list (`gzip-like,mcf-like`, `all`).
 pub fn task_set(text: &str) -> Result<TaskSetSpec> {
     if Path::new(text).is_file() {
         return Ok(load_taskset(text)?);

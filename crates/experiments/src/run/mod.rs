@@ -27,8 +27,7 @@ pub struct RunOptions {
     pub policies: Option<Vec<PolicyName>>,
     /// The PR estimator spec (`smtsched_os::sim::Estimator::from_spec`); the file's when `None`.
     pub estimator: Option<String>,
-    /// Keep every run's full metrics in the JSON (large), and have the Fedorova experiments
-    /// report JSON rather than text.
+    /// Keep every run's full metrics in the JSON (large).
     pub full_json: bool,
 }
 
@@ -192,21 +191,26 @@ fn range_claim(says: &str, value: Option<f64>, within: [f64; 2]) -> ClaimOutcome
 }
 
 fn fedorova(e: &Experiment, o: &RunOptions, p: &dyn Progress) -> Result<KindOutcome, RunError> {
-    let text = crate::fedorova::reproduce(e, o.seed, o.full_json, &|line: &str| p.status(line))?;
-    Ok(if o.full_json {
-        KindOutcome {
-            json: serde_json::from_str(&text)
-                .map_err(|err| RunError::Bad(format!("{}: {err}", e.name)))?,
-            text: String::new(),
-            claims: Vec::new(),
-            figures: Vec::new(),
+    let r = crate::fedorova::reproduce(e, o.seed, &|line: &str| p.status(line))?;
+    let claims: Vec<ClaimOutcome> = e
+        .cmt
+        .claims
+        .iter()
+        .map(|c| range_claim(&c.says, r.values.get(&c.metric).copied(), c.within))
+        .collect();
+    let mut text = r.text;
+    if !claims.is_empty() {
+        text.push_str("\nClaims checked against this run (one seed):\n");
+        for c in &claims {
+            text.push_str(&format!("  {}\n", c.evidence));
         }
-    } else {
-        KindOutcome {
-            json: serde_json::json!({"experiment": e.name, "paper": e.paper}),
-            text,
-            claims: Vec::new(),
-            figures: Vec::new(),
-        }
+    }
+    let mut json = r.json;
+    json["claims"] = serde_json::to_value(&claims).unwrap_or_default();
+    Ok(KindOutcome {
+        text,
+        json,
+        claims,
+        figures: Vec::new(),
     })
 }
