@@ -670,3 +670,92 @@ fn a_fedorova_experiment_checks_its_claims() {
         );
     }
 }
+
+/// Pearson correlation, written out here to check the program's.
+fn pearson(a: &[f64], b: &[f64]) -> f64 {
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let cov: f64 = a.iter().zip(b).map(|(x, y)| (x - ma) * (y - mb)).sum();
+    let va: f64 = a.iter().map(|x| (x - ma).powi(2)).sum();
+    let vb: f64 = b.iter().map(|y| (y - mb).powi(2)).sum();
+    cov / (va * vb).sqrt()
+}
+
+/// The §3.4 phases experiment: the margin of "shape set by the subject" recomputed from the mean
+/// curves in the JSON (same subject across backgrounds, minus same background across subjects);
+/// the estimator experiment on the same small windows reports the R² of its own model; a claim
+/// on the other kind's metric is refused at load.
+#[test]
+fn the_windows_experiments_measure_phases_and_fit_the_estimator() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let windows = "[windows]\ntrain = [\"gzip-like\", \"mcf-like\", \"mesa-like\"]\n\
+         heldout = [\"eon-like\", \"swim-like\"]\ninstructions = 300_000\n\
+         warmup_instructions = 50_000\nwindows = 6\nruns = 2\n";
+    std::fs::write(
+        d.join("p.toml"),
+        format!(
+            "name = \"p\"\ntitle = \"t\"\nkind = \"phases\"\n{windows}\
+             [[windows.claim]]\nsays = \"s\"\nmetric = \"subject_shape_margin\"\nwithin = [-2.0, 2.0]\n"
+        ),
+    )
+    .unwrap();
+    let o = smtsched(d, &["reproduce", "p.toml", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let curves = v["result"]["mean_curves"].as_object().unwrap();
+    let curve = |s: &str, b: &str| -> Vec<f64> {
+        curves[s][b]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let names = ["gzip-like", "mcf-like", "mesa-like"];
+    let others = |s: &str| -> Vec<&str> { names.iter().copied().filter(|b| *b != s).collect() };
+    // Three programs: each subject has two backgrounds (one pair of curves), each background two
+    // subjects.
+    let mut same_subject = 0.0;
+    let mut same_background = 0.0;
+    for s in names {
+        let b = others(s);
+        same_subject += pearson(&curve(s, b[0]), &curve(s, b[1])) / 3.0;
+        let subj = others(s);
+        same_background += pearson(&curve(subj[0], s), &curve(subj[1], s)) / 3.0;
+    }
+    let margin = v["result"]["metrics"]["subject_shape_margin"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (margin - (same_subject - same_background)).abs() < 1e-9,
+        "{margin}"
+    );
+    assert_eq!(v["claims"][0]["verdict"], "holds");
+
+    std::fs::write(
+        d.join("e.toml"),
+        format!(
+            "name = \"e\"\ntitle = \"t\"\nkind = \"estimator\"\n{windows}\
+             [[windows.claim]]\nsays = \"s\"\nmetric = \"r_squared\"\nwithin = [2.0, 3.0]\n"
+        ),
+    )
+    .unwrap();
+    let o = smtsched(d, &["reproduce", "e.toml", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r2 = v["result"]["model"]["fit"]["r_squared"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&r2), "{r2}");
+    assert_eq!(v["result"]["metrics"]["r_squared"].as_f64().unwrap(), r2);
+    assert_eq!(v["claims"][0]["verdict"], "does-not-hold");
+    assert_eq!(v["result"]["heldout"]["n"], 2 * 2 * 6);
+
+    let bad = std::fs::read_to_string(d.join("e.toml"))
+        .unwrap()
+        .replace("\"r_squared\"", "\"level_share\"");
+    std::fs::write(d.join("bad.toml"), bad).unwrap();
+    assert_bad_input(
+        &smtsched(d, &["reproduce", "bad.toml"]),
+        &["bad.toml", "level_share", "estimator"],
+    );
+}

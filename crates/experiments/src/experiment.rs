@@ -69,6 +69,9 @@ pub struct Experiment {
     /// Settings of the Fedorova CMT experiments (kinds `fedorova-*`).
     #[serde(default)]
     pub cmt: CmtSettings,
+    /// Windows, and claims, of kinds `phases` and `estimator`.
+    #[serde(default)]
+    pub windows: crate::windows::WindowsSpec,
 }
 
 /// Settings of the Fedorova et al. 2005 experiments (kinds `fedorova-*`), which
@@ -232,6 +235,11 @@ pub enum ExperimentKind {
     Configurations,
     /// Every pair of `workloads` under each placement, with claims on the matrices (thesis §3.3).
     Pairs,
+    /// PR per window through each pair's runs (thesis §3.4, Figs. 3.9–3.17).
+    Phases,
+    /// The counter-based PR estimator fitted to training windows and validated on held-out
+    /// programs (thesis §3.4.1, Table 3.8, Fig. 3.18).
+    Estimator,
 }
 
 /// What the paper reports, printed beside the result.
@@ -302,6 +310,8 @@ embedded_experiments!(
     "thesis-desktop",
     "thesis-spec-northwood",
     "thesis-spec-prescott",
+    "thesis-phases",
+    "thesis-estimator",
 );
 
 /// Loads an experiment by name (embedded) or file path.
@@ -361,6 +371,9 @@ pub fn experiment_from_source(
             set.validate().map_err(|r| bad("task", r))?;
             crate::configurations::validate(&e.configurations, &set)
                 .map_err(|r| bad("configurations", r))?;
+        }
+        ExperimentKind::Phases | ExperimentKind::Estimator => {
+            crate::windows::validate(&e.windows, e.kind).map_err(|r| bad("windows", r))?;
         }
         ExperimentKind::Asymmetry => {
             if e.workloads.len() < 4 {

@@ -11,3 +11,4 @@ pub mod pairs;
 pub mod run;
 pub mod slurm;
 pub mod sweep;
+pub mod windows;

@@ -3,6 +3,7 @@
 
 pub mod bars;
 pub mod csv;
+pub mod lines;
 pub mod matrix;
 pub mod perfetto;
 pub mod stats;

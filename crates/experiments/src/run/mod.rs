@@ -7,6 +7,7 @@ pub mod ablation;
 mod matrices;
 mod policies;
 mod settings;
+mod windowed;
 
 use crate::experiment::{Experiment, ExperimentKind, Paper};
 use smtsched_model::{load_machine, MachineModel, ModelError, Override};
@@ -128,6 +129,7 @@ pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcom
         | ExperimentKind::FedorovaL1
         | ExperimentKind::FedorovaL2
         | ExperimentKind::FedorovaBalanceSet => fedorova(&e, o, p)?,
+        ExperimentKind::Phases | ExperimentKind::Estimator => windowed::run(&e, &m, o, p)?,
     };
     Ok(Outcome {
         name: e.name.clone(),
