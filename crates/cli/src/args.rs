@@ -327,10 +327,10 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub repetitions: Option<u32>,
     /// While a claim's 95% interval straddles its bound, run more repetitions (further seeds),
-    /// up to this many in all (policies and configurations experiments; at most the
+    /// up to this many in all (default: the experiment's max_repetitions, else 10; at most the
     /// repetitions given: exactly those).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub max_repetitions: u32,
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub max_repetitions: Option<u32>,
     /// Override the experiment's simulated seconds.
     #[arg(long)]
     pub duration: Option<f64>,

@@ -279,7 +279,7 @@ cores = [["cpi-1", "cpi-1"], ["cpi-16", "cpi-16"]]
     let o = smtsched(dir.path(), &["reproduce", "cpi.toml", "--json"]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let s = v["result"]["schedules"].as_array().unwrap();
+    let s = v["first_seed"]["result"]["schedules"].as_array().unwrap();
     let ipc = |i: usize| s[i]["ipc"].as_f64().unwrap();
     // (a): each core's CPI-1 thread keeps its issue slot busy: about 1 per core. (d): the
     // CPI-1 core issues every cycle, the CPI-16 core about 2/16.

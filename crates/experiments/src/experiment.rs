@@ -31,8 +31,13 @@ pub struct Experiment {
     pub baseline: smtsched_os::sim::Baseline,
     #[serde(default)]
     pub policies: Vec<PolicyName>,
+    /// Repetitions (seeds) to start with.
     #[serde(default = "default_repetitions")]
     pub repetitions: u32,
+    /// Most repetitions while a claim is inconclusive (default: the command's,
+    /// `run::DEFAULT_MAX_REPETITIONS`); an expensive experiment sets fewer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repetitions: Option<u32>,
     #[serde(default = "default_duration")]
     pub duration_s: f64,
     /// `thesis`, `perfect`, or a model file.

@@ -179,7 +179,7 @@ pub fn run(
 }
 
 /// The result as text: per placement the PR and speedup grids and the summary, then the claims.
-pub fn render(results: &[PlacementResult], claims: &[PairsClaim]) -> String {
+pub fn render(results: &[PlacementResult]) -> String {
     let mut out = String::new();
     for r in results {
         let s = &r.summary;
@@ -200,27 +200,6 @@ pub fn render(results: &[PlacementResult], claims: &[PairsClaim]) -> String {
             s.worst.b,
             s.worst.speedup
         ));
-    }
-    if !claims.is_empty() {
-        out.push_str("Claims checked against this run:\n");
-        for c in claims {
-            let v = claim_value(results, c);
-            let mark = match v {
-                Some(x) if x >= c.within[0] && x <= c.within[1] => "holds",
-                Some(_) => "DOES NOT HOLD",
-                None => "cannot be checked",
-            };
-            out.push_str(&format!(
-                "  [{mark}] {} ({:?} {}{} in [{}, {}]: {})\n",
-                c.says,
-                c.metric,
-                c.placement,
-                c.over.map_or(String::new(), |o| format!(" / {o}")),
-                c.within[0],
-                c.within[1],
-                v.map_or("-".into(), |x| format!("{x:.3}"))
-            ));
-        }
     }
     out
 }

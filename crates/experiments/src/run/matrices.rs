@@ -1,8 +1,9 @@
-//! Experiments over co-run matrices of one seed: the thesis §3.3 pairs (every pair under each
-//! placement) and the §3.5 asymmetry study (every pairing of groups of four). A claim is one
-//! seed's value inside a range.
+//! Experiments over co-run matrices: the thesis §3.3 pairs (every pair under each placement) and
+//! the §3.5 asymmetry study (every pairing of groups of four). Each claim is a range for a
+//! summary of the matrices, judged over seeds.
 
-use super::{paper_text, range_claim, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use super::seeds::{over_seeds, RangeClaim, SeedRun};
+use super::{paper_text, KindOutcome, Progress, RunError, RunOptions};
 use crate::experiment::{run_asymmetry, Experiment};
 use crate::pairs;
 use smtsched_model::{load_workload, MachineModel, WorkloadProfile};
@@ -17,46 +18,42 @@ pub(super) fn pairs(
 ) -> Result<KindOutcome, RunError> {
     let n = e.workloads.len();
     let runs_per_placement = n * (n + 1) / 2 + 2 * n;
-    p.begin(
-        &e.name,
-        (runs_per_placement * e.pairs.placements.len()) as u64,
-        "runs",
-    );
-    let r = pairs::run(m, &e.workloads, &e.pairs, o.seed, &|| p.step()).map_err(RunError::Bad)?;
-    p.end();
-    let values: Vec<Option<f64>> = e
+    let claims: Vec<RangeClaim> = e
         .pairs
         .claims
         .iter()
-        .map(|c| pairs::claim_value(&r, c))
+        .map(|c| RangeClaim {
+            says: &c.says,
+            within: c.within,
+        })
         .collect();
-    let claims = e
-        .pairs
-        .claims
-        .iter()
-        .zip(&values)
-        .map(|(c, &v)| range_claim(&c.says, v, c.within))
-        .collect();
-    let json = serde_json::json!({
-        "experiment": e.name,
-        "results": r,
-        "paper": e.paper,
-        "claims": e.pairs.claims.iter().zip(&values)
-            .map(|(c, v)| serde_json::json!({"says": c.says, "value": v}))
-            .collect::<Vec<_>>(),
-    });
-    let mut text = format!(
-        "{n} workloads on {}, seed {}, {} + {} instructions per window\n\n",
-        m.name, o.seed, e.pairs.warmup_instructions, e.pairs.measure_instructions
-    );
-    text.push_str(&pairs::render(&r, &e.pairs.claims));
-    text.push_str(&paper_text(&e.paper));
-    Ok(KindOutcome {
-        text,
-        json,
-        claims,
-        figures: Vec::new(),
-    })
+    let one = |seed: u64| -> Result<SeedRun, RunError> {
+        p.begin(
+            &format!("{} seed {seed}", e.name),
+            (runs_per_placement * e.pairs.placements.len()) as u64,
+            "runs",
+        );
+        let r = pairs::run(m, &e.workloads, &e.pairs, seed, &|| p.step()).map_err(RunError::Bad)?;
+        p.end();
+        let mut text = format!(
+            "{n} workloads on {}, seed {seed}, {} + {} instructions per window\n\n",
+            m.name, e.pairs.warmup_instructions, e.pairs.measure_instructions
+        );
+        text.push_str(&pairs::render(&r));
+        text.push_str(&paper_text(&e.paper));
+        Ok(SeedRun {
+            claim_values: e
+                .pairs
+                .claims
+                .iter()
+                .map(|c| pairs::claim_value(&r, c))
+                .collect(),
+            json: serde_json::json!({"results": r, "paper": e.paper}),
+            text,
+            figures: Vec::new(),
+        })
+    };
+    over_seeds(e, o, p, &claims, &one)
 }
 
 pub(super) fn asymmetry(
@@ -70,15 +67,48 @@ pub(super) fn asymmetry(
         .iter()
         .map(|w| load_workload(w, &[]))
         .collect::<Result<_, _>>()?;
-    let proto = Protocol {
-        seed: o.seed,
-        warmup_instructions: 1_000_000,
-        measure_instructions: 2_000_000,
-        quantum_cycles: 1 << 40,
-        timeshare_rounds: 1,
+    let claims: Vec<RangeClaim> = e
+        .asymmetry
+        .claims
+        .iter()
+        .map(|c| RangeClaim {
+            says: &c.says,
+            within: c.within,
+        })
+        .collect();
+    let one = |seed: u64| -> Result<SeedRun, RunError> {
+        let proto = Protocol {
+            seed,
+            warmup_instructions: 1_000_000,
+            measure_instructions: 2_000_000,
+            quantum_cycles: 1 << 40,
+            timeshare_rounds: 1,
+        };
+        p.status(&format!(
+            "{} seed {seed}: every group of four on {}",
+            e.name, m.name
+        ));
+        let r = run_asymmetry(m, &profiles, &proto, &|| {}).map_err(RunError::Bad)?;
+        Ok(SeedRun {
+            text: asymmetry_text(e, m, &r),
+            claim_values: e
+                .asymmetry
+                .claims
+                .iter()
+                .map(|c| Some(r.metric(c.metric)))
+                .collect(),
+            json: serde_json::json!({"result": r, "paper": e.paper}),
+            figures: Vec::new(),
+        })
     };
-    p.status(&format!("{}: every group of four on {}", e.name, m.name));
-    let r = run_asymmetry(m, &profiles, &proto, &|| {}).map_err(RunError::Bad)?;
+    over_seeds(e, o, p, &claims, &one)
+}
+
+fn asymmetry_text(
+    e: &Experiment,
+    m: &MachineModel,
+    r: &crate::experiment::AsymmetryResult,
+) -> String {
     let mut t = Table::new(["group", "{AB|CD}", "{AC|BD}", "{AD|BC}", "best/worst"]);
     let mut groups = r.groups.clone();
     groups.sort_by(|x, y| y.best_over_worst.total_cmp(&x.best_over_worst));
@@ -111,24 +141,5 @@ pub(super) fn asymmetry(
     for (k, v) in &e.paper.values {
         text.push_str(&format!("  {k}: paper {v:.3}\n"));
     }
-    let claims: Vec<ClaimOutcome> = e
-        .asymmetry
-        .claims
-        .iter()
-        .map(|c| range_claim(&c.says, Some(r.metric(c.metric)), c.within))
-        .collect();
-    if !claims.is_empty() {
-        text.push_str("\nClaims checked against this run (one seed):\n");
-        for c in &claims {
-            text.push_str(&format!("  {}\n", c.evidence));
-        }
-    }
-    let json =
-        serde_json::json!({"experiment": e.name, "result": r, "paper": e.paper, "claims": claims});
-    Ok(KindOutcome {
-        text,
-        json,
-        claims,
-        figures: Vec::new(),
-    })
+    text
 }

@@ -6,10 +6,12 @@
 pub mod ablation;
 mod matrices;
 mod policies;
+mod seeds;
 mod settings;
 mod windowed;
 
 use crate::experiment::{Experiment, ExperimentKind, Paper};
+use seeds::{over_seeds, RangeClaim, SeedRun};
 use smtsched_model::{load_machine, MachineModel, ModelError, Override};
 use smtsched_os::sim::Baseline;
 use smtsched_os::PolicyName;
@@ -22,8 +24,9 @@ pub struct RunOptions {
     pub duration_s: Option<f64>,
     /// Repetitions to start with; the file's when `None`.
     pub repetitions: Option<u32>,
-    /// Most repetitions while a claim is inconclusive (never fewer than the start).
-    pub max_repetitions: u32,
+    /// Most repetitions while a claim is inconclusive (never fewer than the start); the
+    /// experiment's `max_repetitions` when `None`, else [`DEFAULT_MAX_REPETITIONS`].
+    pub max_repetitions: Option<u32>,
     pub baseline: Option<Baseline>,
     pub policies: Option<Vec<PolicyName>>,
     /// The PR estimator spec (`smtsched_os::sim::Estimator::from_spec`); the file's when `None`.
@@ -163,6 +166,16 @@ pub(crate) fn repetitions(e: &Experiment, o: &RunOptions) -> Result<u32, RunErro
     }
 }
 
+/// Most repetitions (seeds) of an experiment that names none.
+pub const DEFAULT_MAX_REPETITIONS: u32 = 10;
+
+/// Most repetitions while a claim is inconclusive.
+pub(crate) fn cap(e: &Experiment, o: &RunOptions) -> u32 {
+    o.max_repetitions
+        .or(e.max_repetitions)
+        .unwrap_or(DEFAULT_MAX_REPETITIONS)
+}
+
 /// "The paper (figure):" and its findings, as every report ends.
 fn paper_text(paper: &Paper) -> String {
     let mut text = format!("\nThe paper ({}):\n", paper.figure);
@@ -172,47 +185,29 @@ fn paper_text(paper: &Paper) -> String {
     text
 }
 
-/// A claim that one seed's value lies in `within`: a value, not an interval.
-fn range_claim(says: &str, value: Option<f64>, within: [f64; 2]) -> ClaimOutcome {
-    let verdict = match value {
-        Some(x) if x >= within[0] && x <= within[1] => Verdict::Holds,
-        Some(_) => Verdict::DoesNotHold,
-        None => Verdict::Inconclusive,
-    };
-    ClaimOutcome {
-        says: says.to_string(),
-        verdict,
-        evidence: format!(
-            "[{}] {says} (one seed: {} in [{}, {}])",
-            verdict.label(),
-            value.map_or("-".into(), |x| format!("{x:.3}")),
-            within[0],
-            within[1]
-        ),
-    }
-}
-
 fn fedorova(e: &Experiment, o: &RunOptions, p: &dyn Progress) -> Result<KindOutcome, RunError> {
-    let r = crate::fedorova::reproduce(e, o.seed, &|line: &str| p.status(line))?;
-    let claims: Vec<ClaimOutcome> = e
+    let claims: Vec<RangeClaim> = e
         .cmt
         .claims
         .iter()
-        .map(|c| range_claim(&c.says, r.values.get(&c.metric).copied(), c.within))
+        .map(|c| RangeClaim {
+            says: &c.says,
+            within: c.within,
+        })
         .collect();
-    let mut text = r.text;
-    if !claims.is_empty() {
-        text.push_str("\nClaims checked against this run (one seed):\n");
-        for c in &claims {
-            text.push_str(&format!("  {}\n", c.evidence));
-        }
-    }
-    let mut json = r.json;
-    json["claims"] = serde_json::to_value(&claims).unwrap_or_default();
-    Ok(KindOutcome {
-        text,
-        json,
-        claims,
-        figures: Vec::new(),
-    })
+    let one = |seed: u64| -> Result<SeedRun, RunError> {
+        let r = crate::fedorova::reproduce(e, seed, &|line: &str| p.status(line))?;
+        Ok(SeedRun {
+            claim_values: e
+                .cmt
+                .claims
+                .iter()
+                .map(|c| r.values.get(&c.metric).copied())
+                .collect(),
+            text: r.text,
+            json: r.json,
+            figures: Vec::new(),
+        })
+    };
+    over_seeds(e, o, p, &claims, &one)
 }

@@ -117,7 +117,7 @@ fn runs_until_decided(
     };
     let mut results = sim(cfg, reps)?;
     let mut done = reps;
-    let cap = o.max_repetitions.max(reps);
+    let cap = super::cap(e, o).max(reps);
     let undecided = |r: &[PolicyRuns]| {
         e.paper
             .claims

@@ -41,7 +41,7 @@ pub(super) fn run(
         Ok(r)
     };
     let mut r = run(&common)?;
-    let cap = o.max_repetitions.max(common.repetitions) as usize;
+    let cap = super::cap(e, o).max(common.repetitions) as usize;
     let undecided = |r: &ConfigResults| {
         spec.claims
             .iter()

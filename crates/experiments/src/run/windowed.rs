@@ -1,7 +1,8 @@
 //! The windows experiments (thesis §3.4 phases, §3.4.1 estimator): windows simulated, then
 //! measured, each claim one seed's value in a range.
 
-use super::{paper_text, range_claim, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use super::seeds::{over_seeds, RangeClaim, SeedRun};
+use super::{paper_text, KindOutcome, Progress, RunError, RunOptions};
 use crate::experiment::{Experiment, ExperimentKind};
 use crate::windows::{self, WindowsMetric, WindowsSpec};
 use smtsched_estimate::simulate::run_count;
@@ -44,33 +45,36 @@ pub(super) fn run(
     p: &dyn Progress,
 ) -> Result<KindOutcome, RunError> {
     let spec = &e.windows;
-    let train = simulate(e, m, &spec.train, o.seed, p)?;
-    let (mut text, json, values, figures) = match e.kind {
-        ExperimentKind::Estimator => {
-            let heldout = simulate(e, m, &spec.heldout, o.seed, p)?;
-            estimator(e, m, &train, &heldout)?
-        }
-        _ => phases(e, m, &train),
-    };
-    let claims: Vec<ClaimOutcome> = spec
+    let claims: Vec<RangeClaim> = spec
         .claims
         .iter()
-        .map(|c| range_claim(&c.says, values.get(&c.metric).copied(), c.within))
+        .map(|c| RangeClaim {
+            says: &c.says,
+            within: c.within,
+        })
         .collect();
-    text.push_str(&paper_text(&e.paper));
-    if !claims.is_empty() {
-        text.push_str("\nClaims checked against this run (one seed):\n");
-        for c in &claims {
-            text.push_str(&format!("  {}\n", c.evidence));
-        }
-    }
-    let json = serde_json::json!({"experiment": e.name, "result": json, "paper": e.paper, "claims": claims});
-    Ok(KindOutcome {
-        text,
-        json,
-        claims,
-        figures,
-    })
+    let one = |seed: u64| -> Result<SeedRun, RunError> {
+        let train = simulate(e, m, &spec.train, seed, p)?;
+        let (mut text, json, values, figures) = match e.kind {
+            ExperimentKind::Estimator => {
+                let heldout = simulate(e, m, &spec.heldout, seed, p)?;
+                estimator(e, m, &train, &heldout)?
+            }
+            _ => phases(e, m, &train),
+        };
+        text.push_str(&paper_text(&e.paper));
+        Ok(SeedRun {
+            claim_values: spec
+                .claims
+                .iter()
+                .map(|c| values.get(&c.metric).copied())
+                .collect(),
+            text,
+            json: serde_json::json!({"result": json, "paper": e.paper}),
+            figures,
+        })
+    };
+    over_seeds(e, o, p, &claims, &one)
 }
 
 type Found = (

@@ -1,0 +1,178 @@
+//! Range claims judged over seeds, for the kinds whose result is one seed's measurement (pairs,
+//! asymmetry, Fedorova, phases, estimator): the experiment runs at seeds seed, seed+1, …, each
+//! claim's value is taken at every seed, and the claim holds when the 95% interval of the mean
+//! lies inside its range, does not hold when it lies outside, and is inconclusive otherwise —
+//! so more seeds run (doubling) until every claim is decided or the cap is reached.
+
+use super::{cap, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use crate::configurations::interval_text;
+use crate::experiment::Experiment;
+use smtsched_report::verdict::{MeanInterval, Verdict};
+
+/// What one seed's run reports.
+pub(super) struct SeedRun {
+    pub text: String,
+    pub json: serde_json::Value,
+    pub figures: Vec<(String, String)>,
+    /// Each claim's value at this seed, in the order of the claims (`None`: not measured).
+    pub claim_values: Vec<Option<f64>>,
+}
+
+/// A claim as the range kinds state it.
+pub(super) struct RangeClaim<'a> {
+    pub says: &'a str,
+    pub within: [f64; 2],
+}
+
+/// Runs `one` over seeds as the module says; the report is the first seed's, followed by every
+/// claim with its interval.
+pub(super) fn over_seeds(
+    e: &Experiment,
+    o: &RunOptions,
+    p: &dyn Progress,
+    claims: &[RangeClaim],
+    one: &dyn Fn(u64) -> Result<SeedRun, RunError>,
+) -> Result<KindOutcome, RunError> {
+    // Seeds serve the claims: without any, the first seed's report is the whole result.
+    let start = if claims.is_empty() {
+        1
+    } else {
+        repetitions(e, o)? as usize
+    };
+    let cap = cap(e, o).max(start as u32) as usize;
+    let mut runs: Vec<SeedRun> = Vec::new();
+    let add = |runs: &mut Vec<SeedRun>, n: usize| -> Result<(), RunError> {
+        for _ in 0..n {
+            runs.push(one(o.seed + runs.len() as u64)?);
+        }
+        Ok(())
+    };
+    add(&mut runs, start)?;
+    while runs.len() < cap
+        && judged(claims, &runs)
+            .iter()
+            .any(|c| c.verdict == Verdict::Inconclusive)
+    {
+        let more = runs.len().min(cap - runs.len());
+        p.note(&format!(
+            "{}: a claim is inconclusive after {} seeds; running {more} more",
+            e.name,
+            runs.len()
+        ));
+        add(&mut runs, more)?;
+    }
+    let outcomes = judged(claims, &runs);
+    let values: Vec<Vec<Option<f64>>> = (0..claims.len())
+        .map(|k| runs.iter().map(|r| r.claim_values[k]).collect())
+        .collect();
+    let first = runs.swap_remove(0);
+    let mut text = first.text;
+    if !outcomes.is_empty() {
+        text.push_str(&format!(
+            "\nClaims (95% intervals of the mean over {} seed(s), from seed {}):\n",
+            runs.len() + 1,
+            o.seed
+        ));
+        for c in &outcomes {
+            text.push_str(&format!("  {}\n", c.evidence));
+        }
+    }
+    let json = serde_json::json!({
+        "experiment": e.name,
+        "seeds": runs.len() + 1,
+        "first_seed": first.json,
+        "claims": outcomes,
+        "claim_values": values,
+    });
+    Ok(KindOutcome {
+        text,
+        json,
+        claims: outcomes,
+        figures: first.figures,
+    })
+}
+
+/// Every claim judged on the runs so far.
+fn judged(claims: &[RangeClaim], runs: &[SeedRun]) -> Vec<ClaimOutcome> {
+    claims
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let values: Option<Vec<f64>> = runs.iter().map(|r| r.claim_values[k]).collect();
+            let interval = values.as_deref().and_then(MeanInterval::of);
+            let verdict = interval.map_or(Verdict::Inconclusive, |i| {
+                i.within(c.within[0], c.within[1])
+            });
+            let value = match interval {
+                None => "a value is missing".into(),
+                Some(i) if i.n == 1 => format!(
+                    "one seed: {:.3}; its noise needs two or more (--repetitions)",
+                    i.mean
+                ),
+                Some(i) => interval_text(&i),
+            };
+            ClaimOutcome {
+                says: c.says.to_string(),
+                verdict,
+                evidence: format!(
+                    "[{}] {} ({value}; range [{}, {}])",
+                    verdict.label(),
+                    c.says,
+                    c.within[0],
+                    c.within[1]
+                ),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(values: &[f64]) -> SeedRun {
+        SeedRun {
+            text: String::new(),
+            json: serde_json::Value::Null,
+            figures: Vec::new(),
+            claim_values: values.iter().map(|&v| Some(v)).collect(),
+        }
+    }
+
+    /// Seeds giving 1.0, 1.2, 1.1: mean 1.1, sd 0.1, half-width t(0.975, 2) · 0.1 / √3 =
+    /// 4.303 · 0.0577 = 0.248, so [0.852, 1.348]: inside [0.5, 2], outside [2, 3], across [1, 2].
+    #[test]
+    fn claims_by_the_interval_of_the_mean() {
+        let runs = [run(&[1.0; 3]), run(&[1.2; 3]), run(&[1.1; 3])];
+        let claims = [
+            RangeClaim {
+                says: "in",
+                within: [0.5, 2.0],
+            },
+            RangeClaim {
+                says: "out",
+                within: [2.0, 3.0],
+            },
+            RangeClaim {
+                says: "across",
+                within: [1.0, 2.0],
+            },
+        ];
+        let v: Vec<Verdict> = judged(&claims, &runs).iter().map(|c| c.verdict).collect();
+        assert_eq!(
+            v,
+            [Verdict::Holds, Verdict::DoesNotHold, Verdict::Inconclusive]
+        );
+        let e = &judged(&claims, &runs)[2].evidence;
+        assert!(e.contains("1.100 [0.852, 1.348] n=3"), "{e}");
+        // One seed decides nothing; a missing value is inconclusive.
+        let one = &judged(&claims[..1], &runs[..1])[0];
+        assert_eq!(one.verdict, Verdict::Inconclusive);
+        assert!(one.evidence.contains("one seed: 1.000"), "{}", one.evidence);
+        let mut gap = run(&[1.0]);
+        gap.claim_values[0] = None;
+        assert!(judged(&claims[..1], &[gap])
+            .iter()
+            .all(|c| c.evidence.contains("missing")));
+    }
+}
