@@ -356,6 +356,24 @@ pub struct ReproduceArgs {
     /// With `all`: only these experiments (comma-separated names).
     #[arg(long, value_name = "LIST")]
     pub only: Option<String>,
+    /// With `all`: run shard I of N of the experiments (the I-th, I+N-th, …) and write its
+    /// outcomes to `-o FILE` for `--merge`.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["merge", "slurm"])]
+    pub shard: Option<smtsched_experiments::shards::Shard>,
+    /// With `all`: merge every shard's file into the report one run writes (`-o DIR`).
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "slurm")]
+    pub merge: Vec<std::path::PathBuf>,
+    /// With `all`: write a script that submits the experiments to Slurm as a job array of
+    /// `--shards` shards and a merge job writing the report into `--dir`/report (script to `-o`
+    /// or standard output).
+    #[arg(long, requires_all = ["shards", "dir"])]
+    pub slurm: bool,
+    /// With `--slurm`: how many shards.
+    #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub shards: Option<u32>,
+    /// With `--slurm`: where shard files, logs and the report go.
+    #[arg(long, requires = "slurm", value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// A number from 0 to 1 (finite).

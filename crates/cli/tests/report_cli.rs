@@ -127,3 +127,92 @@ fn reproduce_all_writes_a_report_that_renders_in_chromium() {
     assert!(console.is_empty(), "{console:?}");
     assert!(colours(&png) > 4, "the screenshot is (nearly) one colour");
 }
+
+/// `report.json` without its timings (the one part two runs of the same experiments differ in).
+fn untimed(path: &Path) -> serde_json::Value {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("seconds");
+    for e in v["experiments"].as_array_mut().unwrap() {
+        e.as_object_mut().unwrap().remove("seconds");
+    }
+    v
+}
+
+#[test]
+fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let only = "thesis-http,thesis-kernel-build,thesis-desktop";
+    let run = |extra: &[&str]| {
+        let mut args = vec!["reproduce", "all", "--only", only, "--max-repetitions", "2"];
+        args.extend(extra);
+        let o = smtsched(d, &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&["-o", "whole"]);
+    run(&["--shard", "2/2", "-o", "s2.json"]);
+    run(&["--shard", "1/2", "-o", "s1.json"]);
+    // Shard 1 of 2 took experiments 1 and 3, shard 2 experiment 2.
+    let s1: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("s1.json")).unwrap()).unwrap();
+    let places: Vec<u64> = s1["outcomes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o[0].as_u64().unwrap())
+        .collect();
+    assert_eq!(places, [0, 2]);
+    let o = smtsched(
+        d,
+        &[
+            "reproduce",
+            "all",
+            "--merge",
+            "s2.json",
+            "s1.json",
+            "-o",
+            "merged",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        untimed(&d.join("merged/report.json")),
+        untimed(&d.join("whole/report.json"))
+    );
+    // Shards of another run (another seed), a missing shard or one given twice never merge.
+    run(&["--seed", "2", "--shard", "2/2", "-o", "t2.json"]);
+    for (files, says) in [
+        (vec!["s1.json", "t2.json"], "t2.json: a shard of"),
+        (vec!["s1.json"], "shard 2/2 is missing"),
+        (vec!["s1.json", "s1.json", "s2.json"], "shard 1/2 again"),
+    ] {
+        let mut args = vec!["reproduce", "all", "--merge"];
+        args.extend(files);
+        args.extend(["-o", "bad"]);
+        let o = smtsched(d, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(says) && err.trim().lines().count() == 1,
+            "{err}"
+        );
+    }
+    assert!(!d.join("bad").exists());
+    // A shard needs a file to write; a shard 3/2 is no shard.
+    for (args, says) in [
+        (
+            vec!["reproduce", "all", "--shard", "1/2"],
+            "--shard needs -o",
+        ),
+        (
+            vec!["reproduce", "all", "--shard", "3/2", "-o", "x.json"],
+            "3/2",
+        ),
+    ] {
+        let o = smtsched(d, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{err}");
+    }
+}

@@ -9,6 +9,8 @@ pub mod experiment;
 pub mod fedorova;
 pub mod pairs;
 pub mod run;
+pub mod shards;
 pub mod slurm;
+pub mod suite;
 pub mod sweep;
 pub mod windows;

@@ -18,6 +18,9 @@ use smtsched_os::PolicyName;
 use smtsched_uarch::{Protocol, Workload};
 use std::path::Path;
 
+pub use crate::shards::Shard;
+use crate::shards::{check_complete, fingerprint, ShardPart};
+
 /// Format tag of result and shard files.
 pub const SWEEP_RESULTS_FORMAT: &str = "smtsched-sweep-results-1";
 /// Most jobs one sweep may expand into.
@@ -173,35 +176,6 @@ pub struct JobResult {
     pub outcome: Outcome,
 }
 
-/// Which part of the jobs: shard `index` of `count` (1-based) takes jobs index−1, index−1+count…
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let err = || format!("--shard {s:?}: expected I/N with 1 <= I <= N, e.g. 2/8");
-        let (i, n) = s.split_once('/').ok_or_else(err)?;
-        let (index, count) = (
-            i.trim().parse::<u32>().map_err(|_| err())?,
-            n.trim().parse::<u32>().map_err(|_| err())?,
-        );
-        if index == 0 || index > count {
-            return Err(err());
-        }
-        Ok(Shard { index, count })
-    }
-}
-
-impl Shard {
-    fn takes(&self, job: usize) -> bool {
-        job % self.count as usize == (self.index - 1) as usize
-    }
-}
-
 /// A sweep's results, or one shard's.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SweepResults {
@@ -211,16 +185,6 @@ pub struct SweepResults {
     pub shard: Option<Shard>,
     pub jobs_total: usize,
     pub jobs: Vec<JobResult>,
-}
-
-/// FNV-1a, 64 bits: a stable fingerprint of the sweep's canonical text (not a security hash).
-fn fingerprint(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }
 
 /// Reads and checks a sweep file; errors name the file and the field.
@@ -507,62 +471,20 @@ pub fn read_results(path: &Path) -> Result<SweepResults, SweepError> {
 /// Merges the shards of one sweep into its complete results: every shard of the same sweep and
 /// count exactly once, every job exactly once. `parts` are (file name, contents).
 pub fn merge(parts: &[(String, SweepResults)]) -> Result<SweepResults, SweepError> {
-    let (first_file, first) = parts.first().ok_or_else(|| bad("merge: no shard files"))?;
-    let count = first
-        .shard
-        .ok_or_else(|| {
-            bad(format!(
-                "{first_file}: holds every job already, not a shard"
-            ))
-        })?
-        .count;
-    let mut seen = vec![None::<&str>; count as usize];
-    for (file, p) in parts {
-        if p.sweep != first.sweep || p.jobs_total != first.jobs_total {
-            return Err(bad(format!(
-                "{file}: a shard of sweep {:?} ({}), not of {:?} ({}) like {first_file}",
-                p.sweep.name, p.sweep.hash, first.sweep.name, first.sweep.hash
-            )));
-        }
-        let s = p
-            .shard
-            .ok_or_else(|| bad(format!("{file}: holds every job already, not a shard")))?;
-        if s.count != count {
-            return Err(bad(format!(
-                "{file}: shard {}/{}, but {first_file} is one of {count}",
-                s.index, s.count
-            )));
-        }
-        let slot = &mut seen[(s.index - 1) as usize];
-        if let Some(other) = slot {
-            return Err(bad(format!(
-                "{file}: shard {}/{count} again (also {other})",
-                s.index
-            )));
-        }
-        *slot = Some(file);
-        if let Some(j) = p.jobs.iter().find(|j| !s.takes(j.index)) {
-            return Err(bad(format!(
-                "{file}: job {} does not belong to shard {}/{count}",
-                j.index, s.index
-            )));
-        }
-    }
-    if let Some(missing) = seen.iter().position(Option::is_none) {
-        return Err(bad(format!(
-            "shard {}/{count} is missing: give every shard's file",
-            missing + 1
-        )));
-    }
+    let described: Vec<ShardPart> = parts
+        .iter()
+        .map(|(file, p)| ShardPart {
+            file,
+            run: format!("sweep {:?} ({})", p.sweep.name, p.sweep.hash),
+            shard: p.shard,
+            total: p.jobs_total,
+            items: p.jobs.iter().map(|j| j.index).collect(),
+        })
+        .collect();
+    check_complete(&described).map_err(bad)?;
+    let first = &parts[0].1;
     let mut jobs: Vec<JobResult> = parts.iter().flat_map(|(_, p)| p.jobs.clone()).collect();
     jobs.sort_by_key(|j| j.index);
-    if jobs.len() != first.jobs_total || jobs.iter().enumerate().any(|(i, j)| j.index != i) {
-        return Err(bad(format!(
-            "the shards hold {} of the sweep's {} jobs: some shard is incomplete",
-            jobs.len(),
-            first.jobs_total
-        )));
-    }
     Ok(SweepResults {
         format: SWEEP_RESULTS_FORMAT.into(),
         sweep: first.sweep.clone(),
@@ -655,36 +577,4 @@ pub fn render(r: &SweepResults) -> String {
 /// A figure to three places, or `-` when it has none.
 fn figure(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shards_parse_and_partition_the_jobs() {
-        for bad in ["0/2", "3/2", "1/0", "a/b", "2", "1/2/3", ""] {
-            assert!(bad.parse::<Shard>().is_err(), "{bad}");
-        }
-        let n = 4;
-        let shards: Vec<Shard> = (1..=n)
-            .map(|i| format!("{i}/{n}").parse().unwrap())
-            .collect();
-        // Every job in exactly one shard, shards within one job of each other in size.
-        for job in 0..23 {
-            assert_eq!(shards.iter().filter(|s| s.takes(job)).count(), 1);
-        }
-        let sizes: Vec<usize> = shards
-            .iter()
-            .map(|s| (0..23).filter(|&j| s.takes(j)).count())
-            .collect();
-        assert_eq!(sizes, [6, 6, 6, 5]);
-    }
-
-    #[test]
-    fn the_fingerprint_is_fnv1a() {
-        // FNV-1a 64 test vectors (Fowler, Noll, Vo).
-        assert_eq!(fingerprint(""), "cbf29ce484222325");
-        assert_eq!(fingerprint("a"), "af63dc4c8601ec8c");
-    }
 }

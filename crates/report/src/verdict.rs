@@ -3,10 +3,10 @@
 //! A claim is decided only when the whole interval is on one side: a difference smaller than its
 //! own noise leaves it inconclusive.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A claim's outcome.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     Holds,

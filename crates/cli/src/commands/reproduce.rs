@@ -21,6 +21,11 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
     if name == "all" {
         return super::reproduce_all::run(&a);
     }
+    if a.shard.is_some() || !a.merge.is_empty() || a.slurm || a.only.is_some() {
+        return Err(bad_input(format!(
+            "--shard, --merge, --slurm and --only go with `reproduce all`, not with {name}"
+        )));
+    }
     let e = load_experiment(name)?;
     let o = run_one(e, &a)?;
     if a.json {

@@ -2,8 +2,11 @@
 //! self-contained file: inline SVG, no external assets, the raw results embedded as JSON),
 //! `report.md` and `report.json` — with the counts of claims that hold, do not hold and are
 //! inconclusive at the top, and per experiment its claims, tables, figures, machine, seed and time.
+//! As a sweep: `--shard I/N -o FILE` runs every N-th experiment, `--merge FILES -o DIR` writes the
+//! report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
 
-use super::reproduce::run_one;
+use super::reproduce::{run_one, run_options};
+use super::sweep::{absolute, executable, write_script};
 use super::{out, write_file};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
@@ -11,6 +14,9 @@ use anyhow::Result;
 use serde::Serialize;
 use smtsched_experiments::experiment::{load_experiment, EXPERIMENTS};
 use smtsched_experiments::run::{ClaimOutcome, Outcome};
+use smtsched_experiments::shards::Shard;
+use smtsched_experiments::slurm::{submit_script, SlurmPlan};
+use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard};
 use smtsched_report::verdict::Verdict;
 use smtsched_report::Table;
 use std::path::Path;
@@ -44,33 +50,138 @@ struct ExperimentReport<'a> {
 }
 
 pub fn run(a: &ReproduceArgs) -> Result<()> {
-    if let Some(d) = &a.output {
-        std::fs::create_dir_all(d).map_err(|e| bad_input(format!("-o {}: {e}", d.display())))?;
+    if !a.merge.is_empty() {
+        return merged(a);
     }
-    let names: Vec<&str> = match &a.only {
-        Some(list) => list.split(',').map(str::trim).collect(),
-        None => EXPERIMENTS.iter().map(|p| p.name).collect(),
+    let names: Vec<String> = match &a.only {
+        Some(list) => list.split(',').map(|n| n.trim().to_string()).collect(),
+        None => EXPERIMENTS.iter().map(|p| p.name.to_string()).collect(),
     };
     // Every experiment loads before any runs: a bad name costs nothing.
     let experiments = names
         .iter()
         .map(|n| load_experiment(n))
         .collect::<Result<Vec<_>, _>>()?;
-    let started = std::time::Instant::now();
-    let mut outcomes: Vec<Outcome> = Vec::new();
-    for (i, e) in experiments.into_iter().enumerate() {
-        eprintln!("[{}/{}] {} ...", i + 1, names.len(), e.name);
+    let suite = Suite::new(names, &run_options(a)?);
+    if a.slurm {
+        return slurm(a, &suite);
+    }
+    let output = a.output.as_deref();
+    match (a.shard, output) {
+        (Some(_), None) => return Err(bad_input("--shard needs -o FILE for its outcomes")),
+        (Some(_), Some(f)) if f.is_dir() => {
+            return Err(bad_input(format!(
+                "-o {}: a directory; a shard writes one file",
+                f.display()
+            )))
+        }
+        (None, Some(d)) => {
+            std::fs::create_dir_all(d).map_err(|e| bad_input(format!("-o {}: {e}", d.display())))?
+        }
+        _ => {}
+    }
+    let shard = a.shard.unwrap_or(Shard { index: 1, count: 1 });
+    let mine = suite.shard_items(shard);
+    let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
+    for (n, (i, e)) in experiments
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| shard.takes(*i))
+        .enumerate()
+    {
+        eprintln!("[{}/{}] {} ...", n + 1, mine.len(), e.name);
         let o = run_one(e, a)?;
         eprintln!(
             "[{}/{}] {}: {} claim(s), {:.1} s",
-            i + 1,
-            names.len(),
+            n + 1,
+            mine.len(),
             o.name,
             o.claims.len(),
             o.seconds
         );
-        outcomes.push(o);
+        outcomes.push((i, o));
     }
+    match (a.shard, output) {
+        (Some(s), Some(f)) => {
+            let file = SuiteShard::new(suite, s, outcomes);
+            write_file(f, (serde_json::to_string(&file)? + "\n").as_bytes())?;
+            let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
+            out(&summary_table(&report(a.seed, &done)))
+        }
+        _ => {
+            let done: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
+            finish(a.seed, &done, output)
+        }
+    }
+}
+
+/// `--merge`: the shards' outcomes, then the report one run writes.
+fn merged(a: &ReproduceArgs) -> Result<()> {
+    let parts = a
+        .merge
+        .iter()
+        .map(|f| Ok((f.display().to_string(), read_shard(f).map_err(bad_input)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let (suite, outcomes) = merge(&parts).map_err(bad_input)?;
+    let d = a.output.as_deref();
+    if let Some(d) = d {
+        std::fs::create_dir_all(d).map_err(|e| bad_input(format!("-o {}: {e}", d.display())))?;
+    }
+    // The shards' options decide the results (the suite records them); the merge runs nothing.
+    finish(suite.seed, &outcomes, d)
+}
+
+/// The report of `outcomes`: written into `dir` if given, and its summary printed.
+fn finish(seed: u64, outcomes: &[Outcome], dir: Option<&Path>) -> Result<()> {
+    let r = report(seed, outcomes);
+    if let Some(d) = dir {
+        write_report(d, &r, outcomes)?;
+    }
+    out(&summary_table(&r))
+}
+
+/// `--slurm`: the submit script; its shards and merge run this executable with these options.
+fn slurm(a: &ReproduceArgs, suite: &Suite) -> Result<()> {
+    let (shards, dir) = (
+        a.shards.expect("clap requires it"),
+        a.dir.as_deref().expect("clap requires it"),
+    );
+    let exe = executable()?;
+    let mut shard_command = vec![exe.clone(), "reproduce".into(), "all".into()];
+    shard_command.extend(forwarded(a));
+    shard_command.extend(["--only".into(), suite.experiments.join(",")]);
+    let script = submit_script(&SlurmPlan {
+        name: "smtsched-reproduce-all",
+        shards,
+        dir: &absolute(dir)?,
+        shard_command: &shard_command,
+        merge_command: &[exe, "reproduce".into(), "all".into(), "--merge".into()],
+        merge_output: "report",
+    });
+    write_script(&script, a.output.as_deref())
+}
+
+/// The options a shard must run with, as flags.
+fn forwarded(a: &ReproduceArgs) -> Vec<String> {
+    let mut v = vec!["--seed".to_string(), a.seed.to_string()];
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(x) = value {
+            v.extend([name.to_string(), x]);
+        }
+    };
+    flag("--repetitions", a.repetitions.map(|x| x.to_string()));
+    flag(
+        "--max-repetitions",
+        a.max_repetitions.map(|x| x.to_string()),
+    );
+    flag("--duration", a.duration.map(|x| x.to_string()));
+    flag("--model", a.model.clone());
+    flag("--baseline", a.baseline.clone());
+    flag("--policies", a.policies.clone());
+    v
+}
+
+fn report(seed: u64, outcomes: &[Outcome]) -> Report<'_> {
     let count = |v: Verdict| {
         outcomes
             .iter()
@@ -78,11 +189,11 @@ pub fn run(a: &ReproduceArgs) -> Result<()> {
             .filter(|c| c.verdict == v)
             .count()
     };
-    let report = Report {
+    Report {
         format: "smtsched-reproduce-report-1",
         version: env!("CARGO_PKG_VERSION"),
-        seed: a.seed,
-        seconds: started.elapsed().as_secs_f64(),
+        seed,
+        seconds: outcomes.iter().map(|o| o.seconds).sum(),
         counts: Counts {
             holds: count(Verdict::Holds),
             does_not_hold: count(Verdict::DoesNotHold),
@@ -100,11 +211,7 @@ pub fn run(a: &ReproduceArgs) -> Result<()> {
                 result: &o.json,
             })
             .collect(),
-    };
-    if let Some(d) = &a.output {
-        write_report(d, &report, &outcomes)?;
     }
-    out(&summary_table(&report))
 }
 
 fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result<()> {

@@ -71,7 +71,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             let sweep = load_sweep(&file)?;
             let total = sweep.jobs_total();
             let mine = match shard {
-                Some(s) => (total + (s.count - s.index) as usize) / s.count as usize,
+                Some(s) => s.size(total),
                 None => total,
             };
             let bar = counting_bar(mine as u64, "jobs")?;
@@ -99,33 +99,56 @@ pub fn run(a: SweepArgs) -> Result<()> {
             output,
         } => {
             let sweep = load_sweep(&file)?;
-            let absolute = |p: &Path| -> Result<PathBuf> {
-                Ok(if p.is_absolute() {
-                    p.to_path_buf()
-                } else {
-                    std::env::current_dir()?.join(p)
-                })
-            };
-            let exe = std::env::current_exe().context("finding this executable")?;
-            let (sweep_path, dir) = (absolute(&file)?, absolute(&dir)?);
+            let exe = executable()?;
             let script = submit_script(&SlurmPlan {
-                exe: &exe,
-                sweep: &sweep_path,
                 name: &sweep.id.name,
                 shards,
-                dir: &dir,
+                dir: &absolute(&dir)?,
+                shard_command: &[
+                    exe.clone(),
+                    "sweep".into(),
+                    "run".into(),
+                    text(&absolute(&file)?),
+                ],
+                merge_command: &[exe, "sweep".into(), "merge".into()],
+                merge_output: "results.json",
             });
-            match output {
-                Some(p) => {
-                    write_file(&p, script.as_bytes())?;
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755))
-                        .with_context(|| format!("making {} executable", p.display()))?;
-                    Ok(())
-                }
-                None => out(&script),
-            }
+            write_script(&script, output.as_deref())
         }
+    }
+}
+
+/// `p` made absolute (Slurm jobs run from their own working directory).
+pub fn absolute(p: &Path) -> Result<PathBuf> {
+    Ok(if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()?.join(p)
+    })
+}
+
+fn text(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// This executable's absolute path, for job scripts.
+pub fn executable() -> Result<String> {
+    Ok(text(
+        &std::env::current_exe().context("finding this executable")?,
+    ))
+}
+
+/// Writes a submit script (executable) to `output`, or prints it.
+pub fn write_script(script: &str, output: Option<&Path>) -> Result<()> {
+    match output {
+        Some(p) => {
+            write_file(p, script.as_bytes())?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
+                .with_context(|| format!("making {} executable", p.display()))?;
+            Ok(())
+        }
+        None => out(script),
     }
 }
 

@@ -82,7 +82,7 @@ impl RunError {
 }
 
 /// One experiment's result: the report printed, its JSON, each claim's verdict, figures.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
     pub name: String,
     pub machine: String,
@@ -97,7 +97,7 @@ pub struct Outcome {
 }
 
 /// A claim as a report shows it.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClaimOutcome {
     pub says: String,
     pub verdict: Verdict,

@@ -1,0 +1,111 @@
+//! `reproduce all` as a sweep: the suite of experiments split into shards (one experiment is one
+//! item), each shard's outcomes written to a file, and the files merged back into the outcomes a
+//! single run gives — the same experiments, options and program version, every shard once.
+
+use crate::run::{Outcome, RunOptions};
+use crate::shards::{check_complete, fingerprint, Shard, ShardPart};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Format tag of a suite shard file.
+pub const SUITE_SHARD_FORMAT: &str = "smtsched-reproduce-shard-1";
+
+/// What a suite run is: its experiments in order and the options they run with.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Suite {
+    pub experiments: Vec<String>,
+    /// The first seed (the report shows it).
+    pub seed: u64,
+    /// The run options as text (they decide the results, so shards must agree on them).
+    pub options: String,
+    pub version: String,
+    /// A fingerprint of all of the above.
+    pub hash: String,
+}
+
+impl Suite {
+    pub fn new(experiments: Vec<String>, o: &RunOptions) -> Suite {
+        let options = format!("{o:?}");
+        let version = env!("CARGO_PKG_VERSION").to_string();
+        let hash = fingerprint(&format!("{experiments:?}\n{options}\n{version}"));
+        Suite {
+            experiments,
+            seed: o.seed,
+            options,
+            version,
+            hash,
+        }
+    }
+
+    /// The experiments shard `s` runs, with their places in the suite.
+    pub fn shard_items(&self, s: Shard) -> Vec<(usize, &str)> {
+        self.experiments
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| s.takes(*i))
+            .map(|(i, n)| (i, n.as_str()))
+            .collect()
+    }
+}
+
+/// One shard's file: the suite it belongs to and its experiments' outcomes.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SuiteShard {
+    pub format: String,
+    pub suite: Suite,
+    pub shard: Shard,
+    /// (place in the suite, outcome).
+    pub outcomes: Vec<(usize, Outcome)>,
+}
+
+impl SuiteShard {
+    pub fn new(suite: Suite, shard: Shard, outcomes: Vec<(usize, Outcome)>) -> SuiteShard {
+        SuiteShard {
+            format: SUITE_SHARD_FORMAT.into(),
+            suite,
+            shard,
+            outcomes,
+        }
+    }
+}
+
+/// Reads a shard file; the error (one line) names the file.
+pub fn read_shard(path: &Path) -> Result<SuiteShard, String> {
+    let file = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: {e}"))?;
+    let s: SuiteShard = serde_json::from_str(&text)
+        .map_err(|e| format!("{file}: not a reproduce-all shard file: {e}"))?;
+    if s.format != SUITE_SHARD_FORMAT {
+        return Err(format!(
+            "{file}: format {:?}, expected {SUITE_SHARD_FORMAT:?}",
+            s.format
+        ));
+    }
+    Ok(s)
+}
+
+/// Merges every shard of one suite into its outcomes, in the suite's order. `parts` are
+/// (file name, contents).
+pub fn merge(parts: &[(String, SuiteShard)]) -> Result<(Suite, Vec<Outcome>), String> {
+    let described: Vec<ShardPart> = parts
+        .iter()
+        .map(|(file, p)| ShardPart {
+            file,
+            run: format!(
+                "reproduce all of {} experiment(s), smtsched {} ({})",
+                p.suite.experiments.len(),
+                p.suite.version,
+                p.suite.hash
+            ),
+            shard: Some(p.shard),
+            total: p.suite.experiments.len(),
+            items: p.outcomes.iter().map(|(i, _)| *i).collect(),
+        })
+        .collect();
+    check_complete(&described)?;
+    let suite = parts[0].1.suite.clone();
+    let mut outcomes: Vec<(usize, Outcome)> =
+        parts.iter().flat_map(|(_, p)| p.outcomes.clone()).collect();
+    outcomes.sort_by_key(|(i, _)| *i);
+    Ok((suite, outcomes.into_iter().map(|(_, o)| o).collect()))
+}
