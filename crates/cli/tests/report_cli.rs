@@ -216,3 +216,51 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
         assert!(err.contains(says), "{err}");
     }
 }
+
+#[test]
+fn reproduce_all_on_a_one_node_slurm_cluster_writes_the_report_of_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let only = [
+        "--only",
+        "thesis-http,thesis-kernel-build",
+        "--max-repetitions",
+        "2",
+    ];
+    let mut whole = vec!["reproduce", "all", "-o", "whole"];
+    whole.extend(only);
+    assert!(smtsched(d, &whole).status.success());
+    // A real cluster: where Slurm cannot start, this fails and says why.
+    let cluster = util::slurm::SlurmCluster::start(&d.join("slurm"))
+        .unwrap_or_else(|e| panic!("a one-node Slurm cluster did not start: {e}"));
+    let mut script = vec![
+        "reproduce",
+        "all",
+        "--slurm",
+        "--shards",
+        "2",
+        "--dir",
+        "out",
+    ];
+    script.extend(only);
+    script.extend(["-o", "submit.sh"]);
+    let o = smtsched(d, &script);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let submit = Command::new("sh")
+        .arg(d.join("submit.sh"))
+        .current_dir(d)
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    assert!(
+        submit.status.success(),
+        "{}",
+        String::from_utf8_lossy(&submit.stderr)
+    );
+    cluster
+        .wait_idle(std::time::Duration::from_secs(300))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let merged = d.join("out/report/report.json");
+    assert!(merged.exists(), "no merged report:\n{}", cluster.logs());
+    assert_eq!(untimed(&merged), untimed(&d.join("whole/report.json")));
+}
