@@ -217,17 +217,11 @@ fn a_sweep_sharded_on_a_one_node_slurm_cluster_merges_into_the_unsharded_results
         ],
     );
     assert!(o.status.success());
-    let submit = std::process::Command::new("sh")
-        .arg(d.join("submit.sh"))
-        .current_dir(d)
-        .envs(cluster.env())
-        .output()
-        .unwrap();
-    assert!(
-        submit.status.success(),
-        "{}",
-        String::from_utf8_lossy(&submit.stderr)
-    );
+    // The script names its directory absolutely: it runs from anywhere.
+    let script = d.join("submit.sh");
+    cluster
+        .run("sh", &[script.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
     cluster
         .wait_idle(Duration::from_secs(180))
         .unwrap_or_else(|e| panic!("{e}"));

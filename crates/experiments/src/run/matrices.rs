@@ -2,7 +2,7 @@
 //! the §3.5 asymmetry study (every pairing of groups of four). Each claim is a range for a
 //! summary of the matrices, judged over seeds.
 
-use super::seeds::{over_seeds, RangeClaim, SeedRun};
+use super::seeds::{over_seeds, range_claims, SeedRun};
 use super::{paper_text, KindOutcome, Progress, RunError, RunOptions};
 use crate::experiment::{run_asymmetry, Experiment};
 use crate::pairs;
@@ -18,15 +18,7 @@ pub(super) fn pairs(
 ) -> Result<KindOutcome, RunError> {
     let n = e.workloads.len();
     let runs_per_placement = n * (n + 1) / 2 + 2 * n;
-    let claims: Vec<RangeClaim> = e
-        .pairs
-        .claims
-        .iter()
-        .map(|c| RangeClaim {
-            says: &c.says,
-            within: c.within,
-        })
-        .collect();
+    let claims = range_claims(&e.pairs.claims, |c| (c.says.as_str(), c.within));
     let one = |seed: u64| -> Result<SeedRun, RunError> {
         p.begin(
             &format!("{} seed {seed}", e.name),
@@ -67,15 +59,7 @@ pub(super) fn asymmetry(
         .iter()
         .map(|w| load_workload(w, &[]))
         .collect::<Result<_, _>>()?;
-    let claims: Vec<RangeClaim> = e
-        .asymmetry
-        .claims
-        .iter()
-        .map(|c| RangeClaim {
-            says: &c.says,
-            within: c.within,
-        })
-        .collect();
+    let claims = range_claims(&e.asymmetry.claims, |c| (c.says.as_str(), c.within));
     let one = |seed: u64| -> Result<SeedRun, RunError> {
         let proto = Protocol {
             seed,

@@ -11,7 +11,7 @@ mod settings;
 mod windowed;
 
 use crate::experiment::{Experiment, ExperimentKind, Paper};
-use seeds::{over_seeds, RangeClaim, SeedRun};
+use seeds::{over_seeds, range_claims, SeedRun};
 use smtsched_model::{load_machine, MachineModel, ModelError, Override};
 use smtsched_os::sim::Baseline;
 use smtsched_os::PolicyName;
@@ -186,15 +186,7 @@ fn paper_text(paper: &Paper) -> String {
 }
 
 fn fedorova(e: &Experiment, o: &RunOptions, p: &dyn Progress) -> Result<KindOutcome, RunError> {
-    let claims: Vec<RangeClaim> = e
-        .cmt
-        .claims
-        .iter()
-        .map(|c| RangeClaim {
-            says: &c.says,
-            within: c.within,
-        })
-        .collect();
+    let claims = range_claims(&e.cmt.claims, |c| (c.says.as_str(), c.within));
     let one = |seed: u64| -> Result<SeedRun, RunError> {
         let r = crate::fedorova::reproduce(e, seed, &|line: &str| p.status(line))?;
         Ok(SeedRun {

@@ -24,6 +24,20 @@ pub(super) struct RangeClaim<'a> {
     pub within: [f64; 2],
 }
 
+/// Each of `claims` as its words and range (`of` reads them from the file's claim type).
+pub(super) fn range_claims<'a, C>(
+    claims: &'a [C],
+    of: impl Fn(&'a C) -> (&'a str, [f64; 2]),
+) -> Vec<RangeClaim<'a>> {
+    claims
+        .iter()
+        .map(|c| {
+            let (says, within) = of(c);
+            RangeClaim { says, within }
+        })
+        .collect()
+}
+
 /// Runs `one` over seeds as the module says; the report is the first seed's, followed by every
 /// claim with its interval.
 pub(super) fn over_seeds(
