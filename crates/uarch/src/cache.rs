@@ -83,6 +83,13 @@ impl Cache {
         let stats = &mut self.stats[thread as usize];
         stats.accesses += 1;
         let base = (line & self.set_mask) as usize * self.ways;
+        // Most hits are on the most recently used line: no reordering.
+        if self.tags[base] == line {
+            if write {
+                self.meta[base] |= DIRTY;
+            }
+            return (true, None);
+        }
         let set = &mut self.tags[base..base + self.ways];
         if let Some(pos) = set.iter().position(|&t| t == line) {
             let meta = &mut self.meta[base..base + self.ways];

@@ -141,9 +141,18 @@ struct Prefetcher {
     /// Recently prefetched lines and when they arrive (a small ring; older entries have arrived).
     inflight: Vec<(u64, f64)>,
     inflight_next: usize,
+    /// How many ring entries fall in each bucket of line numbers: most lookups are of lines the
+    /// ring does not hold, and an empty bucket answers them without a scan.
+    bucket_entries: [u8; INFLIGHT_BUCKETS],
 }
 
 const INFLIGHT_ENTRIES: usize = 64;
+const INFLIGHT_BUCKETS: usize = 256;
+
+#[inline]
+fn inflight_bucket(line: u64) -> usize {
+    line as usize % INFLIGHT_BUCKETS
+}
 
 impl Prefetcher {
     /// A demand access to `line` that missed or hit; returns the lines to prefetch.
@@ -185,6 +194,9 @@ impl Prefetcher {
     }
 
     fn arrival(&self, line: u64) -> Option<f64> {
+        if self.bucket_entries[inflight_bucket(line)] == 0 {
+            return None;
+        }
         self.inflight
             .iter()
             .find(|&&(l, _)| l == line)
@@ -192,9 +204,12 @@ impl Prefetcher {
     }
 
     fn record(&mut self, line: u64, ready: f64) {
+        self.bucket_entries[inflight_bucket(line)] += 1;
         if self.inflight.len() < INFLIGHT_ENTRIES {
             self.inflight.push((line, ready));
         } else {
+            let (old, _) = self.inflight[self.inflight_next];
+            self.bucket_entries[inflight_bucket(old)] -= 1;
             self.inflight[self.inflight_next] = (line, ready);
             self.inflight_next = (self.inflight_next + 1) % INFLIGHT_ENTRIES;
         }
@@ -294,6 +309,7 @@ impl MemorySystem {
                     clock: 0,
                     inflight: Vec::new(),
                     inflight_next: 0,
+                    bucket_entries: [0; INFLIGHT_BUCKETS],
                 }));
             }
         }
