@@ -172,6 +172,11 @@ pub struct CacheSpec {
     pub fill_adjacent_line: bool,
     #[serde(default)]
     pub replacement: Replacement,
+    /// Dirty lines evicted from this cache are written into the next level (or over the memory
+    /// path). `false` drops them, as cachegrind's model does (it simulates a write as a read):
+    /// only the cross-check's machine sets it.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub write_back: bool,
     /// A hardware stream prefetcher that fills this cache ahead of sequential misses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch: Option<StreamPrefetch>,
@@ -184,6 +189,14 @@ pub struct CacheSpec {
 pub struct StreamPrefetch {
     pub streams: u32,
     pub distance_bytes: u32,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 impl CacheSpec {

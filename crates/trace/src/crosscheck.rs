@@ -205,7 +205,7 @@ pub fn simulate(trace: &TraceWorkload, machine: &MachineModel) -> Result<Simulat
     let mut n = 0;
     trace.for_each_event(|e| {
         n += e.run as u64 + 1;
-        for line in (e.run_pc >> shift)..=(e.pc >> shift) {
+        for line in (e.run_pc >> shift)..=(e.last_byte() >> shift) {
             if line != last_line {
                 last_line = line;
                 let f = mem.fetch(who, line << shift, 0.0);
@@ -213,7 +213,7 @@ pub fn simulate(trace: &TraceWorkload, machine: &MachineModel) -> Result<Simulat
             }
         }
         if matches!(e.kind, InstrKind::Load | InstrKind::Store) {
-            let d = mem.data(who, e.addr, e.kind == InstrKind::Store, 0.0);
+            let d = mem.data(who, e.addr, e.access_bytes, e.kind == InstrKind::Store, 0.0);
             out.memory_d1_misses += (d.depth > 0) as u64;
             out.memory_ll_data_misses += (d.depth == levels) as u64;
         }
@@ -270,6 +270,30 @@ mod tests {
         assert!(!c.ref_is_miss(64, 8)); // line 1 is now present
         assert!(!c.ref_is_miss(0, 4));
         assert!(c.ref_is_miss(120, 16)); // line 1 hit, line 2 cold: a miss
+    }
+
+    #[test]
+    fn the_simulator_looks_up_both_lines_of_a_straddling_access() {
+        // The same sequence as above through the simulator's memory system: depth 0 is a D1 hit,
+        // 2 (the path's length) memory.
+        let cfg = CacheConfig {
+            i1: g(1024, 2),
+            d1: g(1024, 2),
+            ll: g(8192, 4),
+        };
+        let mut mem = MemorySystem::new(&cachegrind_machine(&cfg).unwrap(), 1);
+        let who = Requester {
+            slot: 0,
+            cpu: 0,
+            data_space: 1,
+            code_space: 1,
+        };
+        let mut depth = |addr, bytes| mem.data(who, addr, bytes, false, 0.0).depth;
+        assert_eq!(depth(60, 8), 2); // lines 0 and 1 cold
+        assert_eq!(depth(64, 8), 0); // line 1 was brought in too
+        assert_eq!(depth(0, 4), 0);
+        assert_eq!(depth(120, 16), 2); // line 1 hits, line 2 is cold
+        assert_eq!(depth(128, 1), 0);
     }
 
     #[test]

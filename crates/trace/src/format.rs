@@ -50,7 +50,7 @@ pub const MAX_SIZE: u32 = 1 << 16;
 /// Addresses (and address + size) must stay below this: the simulator tags address spaces above
 /// bit 52.
 pub const ADDRESS_LIMIT: u64 = 1 << 52;
-/// Line size used by the summary's line-crossing count and by replay to split accesses.
+/// Line size used by the summary's line-crossing count.
 pub const LINE_BYTES: u64 = 64;
 
 const HEADER_BYTES: u64 = 16;

@@ -91,16 +91,19 @@ fn check(name: &str, command: &[String], dir: &Path) -> String {
             "{name}: replica {what} {ours} vs cachegrind {theirs}\n{row}"
         );
     }
-    // The simulator: within 2% at D1 and LL.
-    for (what, ours, theirs) in [
-        ("engine D1", sim.d1_misses, cg.d1_misses()),
-        ("memory D1", sim.memory_d1_misses, cg.d1_misses()),
-        ("memory LLd", sim.memory_ll_data_misses, cg.ll_data_misses()),
-        ("engine LL", sim.ll_misses, cg.ilmr + cg.ll_data_misses()),
+    // The simulator: within 0.1% at D1 (an access straddling two lines looks up both, as
+    // cachegrind does), within 0.5% at LL. The last level differs slightly because the front end
+    // fetches whole lines in order, where cachegrind looks up each instruction: an instruction
+    // straddling two lines whose second line misses I1 also touches the first line in LL there.
+    for (what, ours, theirs, tolerance) in [
+        ("engine D1", sim.d1_misses, cg.d1_misses(), 0.001),
+        ("memory D1", sim.memory_d1_misses, cg.d1_misses(), 0.001),
+        ("memory LLd", sim.memory_ll_data_misses, cg.ll_data_misses(), 0.005),
+        ("engine LL", sim.ll_misses, cg.ilmr + cg.ll_data_misses(), 0.005),
     ] {
         let d = relative_difference(ours, theirs);
         assert!(
-            d.abs() <= 0.02,
+            d.abs() <= tolerance,
             "{name}: {what} {ours} vs cachegrind {theirs} ({:+.2}%)\n{row}",
             100.0 * d
         );

@@ -297,16 +297,16 @@ impl Context {
         true
     }
 
-    /// Looks up the data at `addr` (a store if `write`) and counts where it was found.
+    /// Looks up the data `instr` accesses (a store if `write`) and counts where it was found.
     fn data(
         &self,
         t: &mut SwThread,
         mem: &mut MemorySystem,
-        addr: u64,
+        instr: &Instr,
         write: bool,
         now: f64,
     ) -> Lookup {
-        let found = mem.data(t.who, addr, write, now);
+        let found = mem.data(t.who, instr.addr, instr.access_bytes, write, now);
         t.counters
             .record_path(false, &self.data_levels, found.counted_depth(now), t.kernel);
         found
@@ -323,8 +323,9 @@ impl Context {
         }
     }
 
-    /// Looks up every fetch line from `first_pc` to `last_pc` not looked up already; returns the
-    /// time the last of them is available (front-end misses are taken one after another).
+    /// Looks up every fetch line from `first_pc` to the byte `last_pc` not looked up already;
+    /// returns the time the last of them is available (front-end misses are taken one after
+    /// another).
     fn fetch(
         &mut self,
         t: &mut SwThread,
@@ -739,7 +740,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         }
 
         // Front end: fetch lines not yet looked up; a miss stalls dispatch.
-        let ready = ctx.fetch(t, mem, instr.run_pc, instr.pc, ctx.now);
+        let ready = ctx.fetch(t, mem, instr.run_pc, instr.last_byte(), ctx.now);
         ctx.stall(t, ready);
 
         // The run of plain instructions, split where a measurement window starts or ends.
@@ -778,7 +779,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
             InstrKind::Load => {
                 t.counters.loads += 1;
                 ctx.load_seq += 1;
-                let found = ctx.data(t, mem, instr.addr, false, now);
+                let found = ctx.data(t, mem, &instr, false, now);
                 let mut issue = now;
                 if instr.dependent && ctx.chase_ready > issue {
                     issue = ctx.chase_ready;
@@ -816,7 +817,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
                     let until = ctx.store_misses.pop_front().expect("non-empty");
                     ctx.stall(t, until);
                 }
-                let found = ctx.data(t, mem, instr.addr, true, ctx.now);
+                let found = ctx.data(t, mem, &instr, true, ctx.now);
                 if found.depth > 0 {
                     let ready = mem.ready_time(t.who.cpu, false, found, ctx.now);
                     insert_sorted(&mut ctx.store_misses, ready);
@@ -833,7 +834,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
             InstrKind::Locked => {
                 // A locked read-modify-write waits for every earlier access, then holds the line.
                 t.counters.locked_instructions += 1;
-                let found = ctx.data(t, mem, instr.addr, true, ctx.now);
+                let found = ctx.data(t, mem, &instr, true, ctx.now);
                 let mut until = ctx
                     .inflight
                     .iter()
@@ -951,13 +952,14 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 }
             };
             let in_run = t.run_issued < instr.run;
-            let pc = if in_run {
-                instr.run_pc + t.run_issued as u64 * instr.instr_bytes as u64
+            let (pc, last) = if in_run {
+                let pc = instr.run_pc + t.run_issued as u64 * instr.instr_bytes as u64;
+                (pc, pc + instr.instr_bytes.max(1) as u64 - 1)
             } else {
-                instr.pc
+                (instr.pc, instr.last_byte())
             };
             // Fetch; a miss makes the context wait and it issues this instruction later.
-            let fetched = ctx.fetch(t, mem, pc, pc, now);
+            let fetched = ctx.fetch(t, mem, pc, last, now);
             if fetched > now {
                 t.counters.stall_cycles += (fetched - now) as u64;
                 ctx.ready_at = fetched;
@@ -977,14 +979,14 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 match instr.kind {
                     InstrKind::Load => {
                         t.counters.loads += 1;
-                        let found = ctx.data(t, mem, instr.addr, false, now);
+                        let found = ctx.data(t, mem, &instr, false, now);
                         if found.depth > 0 {
                             ready = mem.ready_time(t.who.cpu, false, found, now).max(ready);
                         }
                     }
                     InstrKind::Store => {
                         t.counters.stores += 1;
-                        let found = ctx.data(t, mem, instr.addr, true, now);
+                        let found = ctx.data(t, mem, &instr, true, now);
                         if found.depth > 0 {
                             // Stores drain through a store buffer; the transfer still uses the bus.
                             mem.ready_time(t.who.cpu, false, found, now);
@@ -1003,7 +1005,7 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                     }
                     InstrKind::Locked => {
                         t.counters.locked_instructions += 1;
-                        let found = ctx.data(t, mem, instr.addr, true, now);
+                        let found = ctx.data(t, mem, &instr, true, now);
                         if found.depth > 0 {
                             ready = mem.ready_time(t.who.cpu, false, found, now).max(ready);
                         }

@@ -225,6 +225,7 @@ struct Level {
     line_bytes: u32,
     thread_tagged: bool,
     fill_adjacent: bool,
+    write_back: bool,
 }
 
 /// What a lookup found: how deep it went, and, for a line a prefetch is still bringing in, when
@@ -301,6 +302,7 @@ impl MemorySystem {
                     line_bytes: spec.line_bytes,
                     thread_tagged: spec.thread_tagged,
                     fill_adjacent: spec.fill_adjacent_line,
+                    write_back: spec.write_back,
                 });
                 prefetchers.push(spec.prefetch.as_ref().map(|p| Prefetcher {
                     streams: Vec::new(),
@@ -376,14 +378,17 @@ impl MemorySystem {
     #[inline]
     pub fn fetch(&mut self, who: Requester, pc: u64, now: f64) -> Lookup {
         let addr = tagged(who.code_space, pc);
-        self.lookup(true, who, addr, false, now)
+        self.lookup(true, who, addr, addr, false, now)
     }
 
-    /// Looks up a load or store of `addr`; returns how deep the access went.
+    /// Looks up a load or store of `bytes` bytes at `addr`; returns how deep the access went.
+    /// An access that crosses a line boundary looks up both lines at every level it reaches and
+    /// hits a level only if both do, as cachegrind counts it (one access, one miss).
     #[inline]
-    pub fn data(&mut self, who: Requester, addr: u64, write: bool, now: f64) -> Lookup {
-        let addr = tagged(who.data_space, addr);
-        self.lookup(false, who, addr, write, now)
+    pub fn data(&mut self, who: Requester, addr: u64, bytes: u16, write: bool, now: f64) -> Lookup {
+        let last = addr + bytes.max(1) as u64 - 1;
+        let (addr, last) = (tagged(who.data_space, addr), tagged(who.data_space, last));
+        self.lookup(false, who, addr, last, write, now)
     }
 
     #[inline]
@@ -405,27 +410,29 @@ impl MemorySystem {
         }
     }
 
-    fn lookup(&mut self, fetch: bool, who: Requester, addr: u64, write: bool, now: f64) -> Lookup {
+    /// Looks up the bytes from `addr` to `last` (tagged addresses) along the path, level by level,
+    /// until a level holds every line they span.
+    fn lookup(
+        &mut self,
+        fetch: bool,
+        who: Requester,
+        addr: u64,
+        last: u64,
+        write: bool,
+        now: f64,
+    ) -> Lookup {
         let cpu = who.cpu as usize;
         let path_len = self.path(fetch, cpu).len();
         for d in 0..path_len {
             let idx = self.path(fetch, cpu)[d];
             let line = self.line_of(idx, addr, who.slot);
-            // Only the first level sees the write; lower levels are filled clean and dirtied by
-            // write-backs.
-            let (hit, evicted) = self.caches[idx].access(line, who.slot, write && d == 0);
-            if let Some(ev) = evicted {
-                self.write_back(fetch, cpu, d, ev, now);
-            }
-            let mut not_before = 0.0;
-            if !fetch && self.prefetchers[idx].is_some() {
-                if hit {
-                    not_before = self.prefetchers[idx]
-                        .as_ref()
-                        .and_then(|p| p.arrival(line))
-                        .unwrap_or(0.0);
-                }
-                self.prefetch(idx, cpu, line, !hit, who.slot, now);
+            let (mut hit, mut not_before) = self.look_at(fetch, cpu, d, line, who.slot, write, now);
+            let last_line = self.line_of(idx, last, who.slot);
+            if last_line != line {
+                let (hit2, not_before2) =
+                    self.look_at(fetch, cpu, d, last_line, who.slot, write, now);
+                hit &= hit2;
+                not_before = f64::max(not_before, not_before2);
             }
             if hit {
                 return Lookup {
@@ -433,16 +440,50 @@ impl MemorySystem {
                     not_before,
                 };
             }
-            if self.levels[idx].fill_adjacent {
-                if let Some(ev) = self.caches[idx].fill(line ^ 1, who.slot, false) {
-                    self.write_back(fetch, cpu, d, ev, now);
-                }
-            }
         }
         Lookup {
             depth: path_len,
             not_before: 0.0,
         }
+    }
+
+    /// Looks up one line at level `d` of the path: whether it hit, and when a line a prefetch is
+    /// still bringing in arrives (0 if none). A miss allocates the line.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn look_at(
+        &mut self,
+        fetch: bool,
+        cpu: usize,
+        d: usize,
+        line: u64,
+        slot: u8,
+        write: bool,
+        now: f64,
+    ) -> (bool, f64) {
+        let idx = self.path(fetch, cpu)[d];
+        // Only the first level sees the write; lower levels are filled clean and dirtied by
+        // write-backs.
+        let (hit, evicted) = self.caches[idx].access(line, slot, write && d == 0);
+        if let Some(ev) = evicted {
+            self.write_back(fetch, cpu, d, ev, now);
+        }
+        let mut not_before = 0.0;
+        if !fetch && self.prefetchers[idx].is_some() {
+            if hit {
+                not_before = self.prefetchers[idx]
+                    .as_ref()
+                    .and_then(|p| p.arrival(line))
+                    .unwrap_or(0.0);
+            }
+            self.prefetch(idx, cpu, line, !hit, slot, now);
+        }
+        if !hit && self.levels[idx].fill_adjacent {
+            if let Some(ev) = self.caches[idx].fill(line ^ 1, slot, false) {
+                self.write_back(fetch, cpu, d, ev, now);
+            }
+        }
+        (hit, not_before)
     }
 
     /// Lets the prefetcher of cache `idx` see a demand access and issue what it wants.
@@ -498,11 +539,11 @@ impl MemorySystem {
 
     /// A dirty line left level `depth`: it is written into the next level, or over the bus.
     fn write_back(&mut self, fetch: bool, cpu: usize, depth: usize, ev: Eviction, now: f64) {
-        if !ev.dirty {
-            return;
-        }
         let path = self.path(fetch, cpu);
         let from = path[depth];
+        if !ev.dirty || !self.levels[from].write_back {
+            return;
+        }
         match path.get(depth + 1).copied() {
             Some(next) => {
                 // Re-express the evicted line in the next level's line size.

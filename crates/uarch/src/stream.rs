@@ -38,8 +38,15 @@ pub struct Instr {
     pub kind: InstrKind,
     /// Byte address of the instruction in the program's code.
     pub pc: u64,
+    /// Length of the instruction at `pc`: it is fetched to its last byte, which may lie in the
+    /// next line.
+    pub event_bytes: u32,
     /// Byte address of the data for loads and stores (in the thread's own address space).
     pub addr: u64,
+    /// Bytes the load or store touches from `addr` (at least 1): an access that crosses a line
+    /// boundary looks up both lines, as cachegrind does. Synthetic streams give 1, since a
+    /// profile describes which lines a program touches, not how wide its accesses are.
+    pub access_bytes: u16,
     /// A load whose address depends on the previous such load (pointer chasing).
     pub dependent: bool,
     pub mispredict: bool,
@@ -53,6 +60,12 @@ pub struct Instr {
 }
 
 impl Instr {
+    /// The last byte of the instruction at `pc`.
+    #[inline]
+    pub fn last_byte(&self) -> u64 {
+        self.pc + self.event_bytes.max(1) as u64 - 1
+    }
+
     /// The key of this instruction's timing characteristics: its phase, with the top bit set for
     /// the phase's kernel part.
     #[inline]
@@ -542,7 +555,9 @@ impl InstructionSource for SyntheticStream {
             instr_bytes: m.instr_bytes as u32,
             kind: InstrKind::Int,
             pc,
+            event_bytes: m.instr_bytes as u32,
             addr: 0,
+            access_bytes: 1,
             dependent: false,
             mispredict: false,
             phase: self.phase as u16,
