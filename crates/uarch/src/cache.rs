@@ -78,7 +78,7 @@ impl Cache {
 
     /// Looks `line` up for `thread`. Returns whether it hit and, on a miss, the line evicted to
     /// make room (the missing line is always allocated).
-    #[inline]
+    #[inline(always)]
     pub fn access(&mut self, line: u64, thread: u8, write: bool) -> (bool, Option<Eviction>) {
         let stats = &mut self.stats[thread as usize];
         stats.accesses += 1;

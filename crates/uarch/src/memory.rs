@@ -69,11 +69,26 @@ const BUS_HISTORY_CYCLES: f64 = 50_000.0;
 impl Bus {
     /// Index of the first interval that ends after `now` (the ends are sorted too, as the
     /// intervals are sorted and do not overlap).
+    #[inline]
     fn first_ending_after(&self, now: f64) -> usize {
-        self.busy.partition_point(|&(_, b)| b <= now)
+        self.partition_point(|&(_, b)| b <= now)
+    }
+
+    /// `VecDeque::partition_point` over the deque's two slices (inlined here, where the deque's
+    /// own was not).
+    #[inline]
+    fn partition_point(&self, pred: impl Fn(&(f64, f64)) -> bool) -> usize {
+        let (front, back) = self.busy.as_slices();
+        let i = front.partition_point(&pred);
+        if i < front.len() {
+            i
+        } else {
+            front.len() + back.partition_point(pred)
+        }
     }
 
     /// Whether nothing is using or booked on the bus at `now`.
+    #[inline]
     fn idle_at(&self, now: f64) -> bool {
         self.busy
             .get(self.first_ending_after(now))
@@ -103,7 +118,7 @@ impl Bus {
         }
         let end = start + occupancy;
         // [start, end) is free: every interval starting before `end` ends by `start`.
-        let pos = self.busy.partition_point(|&(a, _)| a < end);
+        let pos = self.partition_point(|&(a, _)| a < end);
         let merge_prev = pos > 0 && self.busy[pos - 1].1 >= start;
         let merge_next = pos < self.busy.len() && self.busy[pos].0 <= end;
         match (merge_prev, merge_next) {
@@ -386,9 +401,9 @@ impl MemorySystem {
     /// hits a level only if both do, as cachegrind counts it (one access, one miss).
     #[inline]
     pub fn data(&mut self, who: Requester, addr: u64, bytes: u16, write: bool, now: f64) -> Lookup {
-        let last = addr + bytes.max(1) as u64 - 1;
-        let (addr, last) = (tagged(who.data_space, addr), tagged(who.data_space, last));
-        self.lookup(false, who, addr, last, write, now)
+        // Tagging moves the whole access by one offset (an access never spans the kernel base).
+        let addr = tagged(who.data_space, addr);
+        self.lookup(false, who, addr, addr + bytes.max(1) as u64 - 1, write, now)
     }
 
     #[inline]
@@ -427,12 +442,14 @@ impl MemorySystem {
             let idx = self.path(fetch, cpu)[d];
             let line = self.line_of(idx, addr, who.slot);
             let (mut hit, mut not_before) = self.look_at(fetch, cpu, d, line, who.slot, write, now);
-            let last_line = self.line_of(idx, last, who.slot);
-            if last_line != line {
-                let (hit2, not_before2) =
-                    self.look_at(fetch, cpu, d, last_line, who.slot, write, now);
-                hit &= hit2;
-                not_before = f64::max(not_before, not_before2);
+            if last != addr {
+                let last_line = self.line_of(idx, last, who.slot);
+                if last_line != line {
+                    let (hit2, not_before2) =
+                        self.look_at(fetch, cpu, d, last_line, who.slot, write, now);
+                    hit &= hit2;
+                    not_before = f64::max(not_before, not_before2);
+                }
             }
             if hit {
                 return Lookup {
@@ -450,7 +467,7 @@ impl MemorySystem {
     /// Looks up one line at level `d` of the path: whether it hit, and when a line a prefetch is
     /// still bringing in arrives (0 if none). A miss allocates the line.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn look_at(
         &mut self,
         fetch: bool,
