@@ -213,10 +213,11 @@ pub struct MatrixArgs {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Machine preset or TOML file.
+    /// Machine presets or TOML files, comma-separated; `all` for every preset.
     #[arg(long, short = 'm', default_value = "northwood")]
     pub machine: String,
-    /// Two memory-active workloads (profiles or trace files) to co-run on sibling threads.
+    /// Workloads (profiles or trace files) to co-run: two go on a core's sibling threads, more
+    /// on one CPU each (time-shared where the machine has too few).
     #[arg(long, default_value = "swim-like,mcf-like")]
     pub workloads: String,
     /// Instructions in each thread's window (the run simulates more: warm-up and overrun).
@@ -225,6 +226,9 @@ pub struct BenchArgs {
     /// Repetitions; the best is reported.
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
+    /// Also time a small matrix on one host thread and on all of them (the speed-up).
+    #[arg(long)]
+    pub scaling: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

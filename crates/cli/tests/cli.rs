@@ -377,3 +377,47 @@ fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
         assert_bad_input(&o, needles);
     }
 }
+
+#[test]
+fn bench_measures_every_preset_scaling_and_memory_that_does_not_grow_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = |args: &[&str]| {
+        let mut all = vec!["bench", "--repeat", "1", "--json"];
+        all.extend_from_slice(args);
+        let o = smtsched(dir.path(), &all);
+        assert!(o.status.success(), "{}", util::stderr(&o));
+        util::json(&o)
+    };
+    let presets = util::json(&smtsched(dir.path(), &["machines", "--json"]));
+    let v = bench(&["-m", "all", "--instructions", "100000"]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), presets.as_array().unwrap().len());
+    for r in runs {
+        assert!(r["instructions_per_second"].as_f64().unwrap() > 0.0, "{r}");
+        // Two threads each run at least their warm-up and window.
+        assert!(r["instructions_simulated"].as_u64().unwrap() >= 2 * 150_000, "{r}");
+    }
+    // One logical CPU: the two workloads time-share it.
+    let one_cpu = runs
+        .iter()
+        .find(|r| r["machine"] == "superscalar-redstone")
+        .unwrap();
+    assert_eq!(one_cpu["placement"], "time-shared");
+    // Forty times the instructions, the same memory: the simulator's state is its caches.
+    let small = bench(&["--instructions", "100000"])["peak_resident_bytes"]
+        .as_u64()
+        .unwrap();
+    let large = bench(&["--instructions", "4000000"])["peak_resident_bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        large < small + (8 << 20),
+        "peak memory grew from {small} to {large} bytes"
+    );
+    // The scaling matrix gives the same result on one host thread and on all of them.
+    let s = &bench(&["--instructions", "100000", "--scaling"])["scaling"];
+    assert_eq!(s["identical_results"], true, "{s}");
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(s["host_threads"].as_u64().unwrap() as usize, cores);
+    assert_eq!(s["runs"], 2 * 8 + 8 * 9 / 2);
+}
