@@ -395,7 +395,10 @@ fn bench_measures_every_preset_scaling_and_memory_that_does_not_grow_with_the_ru
     for r in runs {
         assert!(r["instructions_per_second"].as_f64().unwrap() > 0.0, "{r}");
         // Two threads each run at least their warm-up and window.
-        assert!(r["instructions_simulated"].as_u64().unwrap() >= 2 * 150_000, "{r}");
+        assert!(
+            r["instructions_simulated"].as_u64().unwrap() >= 2 * 150_000,
+            "{r}"
+        );
     }
     // One logical CPU: the two workloads time-share it.
     let one_cpu = runs

@@ -78,6 +78,7 @@ fn windows_follow_the_protocol_and_agree_with_the_whole_run() {
         measure_instructions: 200_000,
         quantum_cycles: u64::MAX / 4,
         timeshare_rounds: 1,
+        refill_only: false,
     };
     let cpus =
         smtsched_uarch::protocol::placement_cpus(&m, smtsched_model::Placement::Siblings).unwrap();

@@ -156,6 +156,7 @@ pub fn run(
         measure_instructions: spec.measure_instructions,
         quantum_cycles: (10e-3 * m.clock_ghz * 1e9) as u64,
         timeshare_rounds: 1,
+        refill_only: true,
     };
     spec.placements
         .par_iter()

@@ -390,6 +390,7 @@ impl Sweep {
                     quantum_cycles: (self.spec.quantum_ms * 1e6 * m.clock_ghz).round().max(1.0)
                         as u64,
                     timeshare_rounds: 1,
+                    refill_only: true,
                 };
                 let matrix = smtsched_uarch::protocol::matrix(m, &refs, p, &proto, &|| {})
                     .map_err(|e| e.to_string())?;

@@ -293,6 +293,7 @@ impl SimulatedOracle {
                 measure_instructions: measure,
                 quantum_cycles: u64::MAX / 4,
                 timeshare_rounds: 1,
+                refill_only: false,
             },
             memo: Mutex::new(HashMap::new()),
             solo: Mutex::new(HashMap::new()),

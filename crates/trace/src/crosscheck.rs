@@ -193,12 +193,7 @@ pub fn simulate(trace: &TraceWorkload, machine: &MachineModel) -> Result<Simulat
     // (what `TraceWorkload::replayed_instructions` would read the whole trace again for).
     let mut out = SimulatorCounts::default();
     let mut mem = MemorySystem::new(machine, 1);
-    let who = Requester {
-        slot: 0,
-        cpu: 0,
-        data_space: 1,
-        code_space: 1,
-    };
+    let who = Requester::new(0, 0, 1, 1);
     let shift = mem.fetch_line_shift(0);
     let levels = mem.data_path(0).len();
     let mut last_line = u64::MAX;
@@ -224,6 +219,7 @@ pub fn simulate(trace: &TraceWorkload, machine: &MachineModel) -> Result<Simulat
         measure_instructions: n,
         quantum_cycles: 1 << 40,
         timeshare_rounds: 1,
+        refill_only: false,
     };
     let r = smtsched_uarch::protocol::solo(machine, trace, 0, 0, &proto)
         .map_err(|e| TraceError::Invalid(e.to_string()))?;
@@ -282,12 +278,7 @@ mod tests {
             ll: g(8192, 4),
         };
         let mut mem = MemorySystem::new(&cachegrind_machine(&cfg).unwrap(), 1);
-        let who = Requester {
-            slot: 0,
-            cpu: 0,
-            data_space: 1,
-            code_space: 1,
-        };
+        let who = Requester::new(0, 0, 1, 1);
         let mut depth = |addr, bytes| mem.data(who, addr, bytes, false, 0.0).depth;
         assert_eq!(depth(60, 8), 2); // lines 0 and 1 cold
         assert_eq!(depth(64, 8), 0); // line 1 was brought in too

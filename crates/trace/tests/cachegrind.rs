@@ -98,8 +98,18 @@ fn check(name: &str, command: &[String], dir: &Path) -> String {
     for (what, ours, theirs, tolerance) in [
         ("engine D1", sim.d1_misses, cg.d1_misses(), 0.001),
         ("memory D1", sim.memory_d1_misses, cg.d1_misses(), 0.001),
-        ("memory LLd", sim.memory_ll_data_misses, cg.ll_data_misses(), 0.005),
-        ("engine LL", sim.ll_misses, cg.ilmr + cg.ll_data_misses(), 0.005),
+        (
+            "memory LLd",
+            sim.memory_ll_data_misses,
+            cg.ll_data_misses(),
+            0.005,
+        ),
+        (
+            "engine LL",
+            sim.ll_misses,
+            cg.ilmr + cg.ll_data_misses(),
+            0.005,
+        ),
     ] {
         let d = relative_difference(ours, theirs);
         assert!(

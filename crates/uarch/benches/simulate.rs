@@ -16,6 +16,7 @@ fn simulate(c: &mut Criterion) {
         measure_instructions: 400_000,
         quantum_cycles: 1 << 40,
         timeshare_rounds: 1,
+        refill_only: false,
     };
     let mut group = c.benchmark_group("northwood-siblings");
     for pair in [["swim-like", "mcf-like"], ["gzip-like", "mesa-like"]] {

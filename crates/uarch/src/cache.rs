@@ -7,12 +7,35 @@ use smtsched_model::CacheSpec;
 const EMPTY: u64 = u64::MAX;
 const DIRTY: u8 = 0x80;
 const OWNER: u8 = 0x7f;
+/// Stand-in lines of one cache are numbered modulo this (a repeat needs a quarter-billion).
+const STAND_IN_LINES: u64 = 1 << 28;
 
 /// Accesses and misses of one thread at one cache.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AccessMiss {
     pub accesses: u64,
     pub misses: u64,
+}
+
+/// How one thread's lines come and go in a cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Turnover {
+    /// Lines it brought in (demand misses, prefetches, adjacent lines, write-backs).
+    pub fills: u64,
+    /// Lines of its pushed out by fills, and how many of them were dirty.
+    pub evicted: u64,
+    pub evicted_dirty: u64,
+}
+
+impl std::ops::Sub for Turnover {
+    type Output = Self;
+    fn sub(self, o: Self) -> Self {
+        Turnover {
+            fills: self.fills - o.fills,
+            evicted: self.evicted - o.evicted,
+            evicted_dirty: self.evicted_dirty - o.evicted_dirty,
+        }
+    }
 }
 
 /// A line pushed out by a fill.
@@ -35,6 +58,9 @@ pub struct Cache {
     /// Owner thread (low 7 bits) and dirty flag, parallel to `tags`.
     meta: Vec<u8>,
     stats: Vec<AccessMiss>,
+    turnover: Vec<Turnover>,
+    /// Stand-in lines made so far by [`Cache::age`] (numbers them apart).
+    stand_ins: u64,
 }
 
 impl Cache {
@@ -61,6 +87,8 @@ impl Cache {
             tags: vec![EMPTY; sets * ways],
             meta: vec![0; sets * ways],
             stats: vec![AccessMiss::default(); threads.max(1)],
+            turnover: vec![Turnover::default(); threads.max(1)],
+            stand_ins: 0,
         }
     }
 
@@ -145,11 +173,95 @@ impl Cache {
         }
         self.tags[base] = line;
         self.meta[base] = (thread & OWNER) | if write { DIRTY } else { 0 };
-        (victim != EMPTY).then_some(Eviction {
+        self.turnover[thread as usize].fills += 1;
+        if victim == EMPTY {
+            return None;
+        }
+        let ev = Eviction {
             line: victim,
             dirty: victim_meta & DIRTY != 0,
             owner: victim_meta & OWNER,
-        })
+        };
+        let t = &mut self.turnover[ev.owner as usize];
+        t.evicted += 1;
+        t.evicted_dirty += ev.dirty as u64;
+        Some(ev)
+    }
+
+    /// How `thread`'s lines have come and gone so far.
+    pub fn turnover(&self, thread: u8) -> Turnover {
+        self.turnover[thread as usize]
+    }
+
+    /// Ages the cache as `insertions` further fills by `thread`, spread evenly over the sets,
+    /// would: in each set, the lines they would push out (the least recently used) that are
+    /// other threads' or empty are handed to `evicted` (a dirty one must be written back) and
+    /// replaced by stand-ins for the thread's new lines: lines numbered from `stand_in_line` up
+    /// (an address no access uses), owned by the thread, dirty in the share `dirty_share` of its
+    /// lines leave dirty (when not known, the share of its lines here that are dirty now). With
+    /// no `stand_in_line` (a thread-tagged cache, whose line numbers carry the thread) the slots
+    /// are left empty. The thread's own lines stay: it has run long enough that what it holds is
+    /// what it keeps holding (its hits keep its working set from the bottom of the sets).
+    pub fn age(
+        &mut self,
+        thread: u8,
+        insertions: u64,
+        dirty_share: Option<f64>,
+        stand_in_line: Option<u64>,
+        mut evicted: impl FnMut(Eviction),
+    ) {
+        let share = dirty_share.unwrap_or_else(|| self.dirty_share_now(thread));
+        let sets = self.sets() as u128;
+        let set_bits = self.set_mask.count_ones();
+        let total = insertions as u128;
+        let (mut made, mut made_dirty) = (0u64, 0u64);
+        for set in 0..self.sets() {
+            let s = set as u128;
+            let here = ((s + 1) * total / sets - s * total / sets).min(self.ways as u128) as usize;
+            let base = set * self.ways;
+            for i in base + self.ways - here..base + self.ways {
+                if self.tags[i] != EMPTY {
+                    if self.meta[i] & OWNER == thread {
+                        continue;
+                    }
+                    evicted(Eviction {
+                        line: self.tags[i],
+                        dirty: self.meta[i] & DIRTY != 0,
+                        owner: self.meta[i] & OWNER,
+                    });
+                }
+                let Some(first) = stand_in_line else {
+                    self.tags[i] = EMPTY;
+                    self.meta[i] = 0;
+                    continue;
+                };
+                // Dirty while that keeps the dirty stand-ins' share at most `share`.
+                made += 1;
+                let is_dirty = (made_dirty + 1) as f64 <= made as f64 * share;
+                made_dirty += is_dirty as u64;
+                let n = self.stand_ins % STAND_IN_LINES;
+                self.stand_ins += 1;
+                self.tags[i] = first | (n << set_bits) | set as u64;
+                self.meta[i] = thread | if is_dirty { DIRTY } else { 0 };
+            }
+        }
+    }
+
+    /// The share of `thread`'s lines here that are dirty (0 if it has none).
+    fn dirty_share_now(&self, thread: u8) -> f64 {
+        let (mine, dirty) = self
+            .meta
+            .iter()
+            .zip(&self.tags)
+            .filter(|(&m, &t)| t != EMPTY && m & OWNER == thread)
+            .fold((0u64, 0u64), |(n, d), (&m, _)| {
+                (n + 1, d + (m & DIRTY != 0) as u64)
+            });
+        if mine == 0 {
+            0.0
+        } else {
+            dirty as f64 / mine as f64
+        }
     }
 
     /// Lines currently held on behalf of `thread`.

@@ -41,6 +41,14 @@ macro_rules! counters {
         }
 
         impl ThreadCounters {
+            /// Every counter multiplied by `factor`, counts rounded to the nearest whole event.
+            pub fn scaled(&self, factor: f64) -> Self {
+                ThreadCounters {
+                    $($ffield: self.$ffield * factor,)*
+                    $($field: (self.$field as f64 * factor).round() as u64,)*
+                }
+            }
+
             /// Every counter by name, cycles first.
             pub fn named(&self) -> Vec<(&'static str, f64)> {
                 vec![

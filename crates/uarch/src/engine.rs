@@ -4,6 +4,7 @@
 
 use crate::counters::ThreadCounters;
 use crate::memory::{Lookup, MemorySystem, Requester};
+use crate::refill::{dirty_share, tail_fills, Rates, RefillCheck, CHECK_CYCLES, MEASURE_CYCLES};
 use crate::share::share_bandwidth;
 use crate::stream::{Instr, InstrKind, InstructionSource, PhaseTiming};
 use smtsched_model::{CoreSpec, InorderCoreSpec, MachineModel, OooCoreSpec, SmtSharing};
@@ -111,6 +112,9 @@ struct SwThread {
     uops: f64,
     warmup: u64,
     end: u64,
+    /// Instructions at which the next snapshot of an instruction window is due (`u64::MAX`:
+    /// none), so that progress is checked with one comparison.
+    next_boundary: u64,
     start_snapshot: Option<(ThreadCounters, f64)>,
     end_snapshot: Option<(ThreadCounters, f64)>,
     /// On an in-order core: the instruction being issued and how much of its run has gone.
@@ -119,6 +123,8 @@ struct SwThread {
     samples: Vec<Sample>,
     /// Whether the instruction being executed is a kernel one.
     kernel: bool,
+    /// Its rates alone, if its time-shared quanta are simulated only while it refills.
+    solo: Option<Rates>,
 }
 
 impl SwThread {
@@ -135,32 +141,39 @@ impl SwThread {
     }
 
     /// Instructions until the next window boundary of an instruction window (u64::MAX if none).
-    fn to_boundary(&self, window: Window) -> u64 {
-        if window != Window::Instructions {
-            return u64::MAX;
-        }
-        let n = self.counters.instructions;
-        let next = if self.start_snapshot.is_none() {
-            self.warmup
-        } else if self.end_snapshot.is_none() {
-            self.end
-        } else {
-            return u64::MAX;
-        };
-        next.saturating_sub(n)
+    #[inline]
+    fn to_boundary(&self) -> u64 {
+        self.next_boundary
+            .saturating_sub(self.counters.instructions)
     }
 
     /// Records a window boundary reached at time `now`.
-    fn note_progress(&mut self, now: f64, window: Window) {
-        if window != Window::Instructions {
-            return;
+    #[inline]
+    fn note_progress(&mut self, now: f64) {
+        if self.counters.instructions >= self.next_boundary {
+            self.cross_boundary(now);
         }
+    }
+
+    fn cross_boundary(&mut self, now: f64) {
         let n = self.counters.instructions;
         if n >= self.warmup && self.start_snapshot.is_none() {
             self.start_snapshot = Some((self.snapshot(), now));
         }
         if n >= self.end && self.end_snapshot.is_none() {
             self.end_snapshot = Some((self.snapshot(), now));
+        }
+        self.next_boundary = self.boundary_after();
+    }
+
+    /// The instruction count of the next snapshot of an instruction window.
+    fn boundary_after(&self) -> u64 {
+        if self.start_snapshot.is_none() {
+            self.warmup
+        } else if self.end_snapshot.is_none() {
+            self.end
+        } else {
+            u64::MAX
         }
     }
 }
@@ -177,6 +190,8 @@ struct Context {
     /// Software threads time-sharing this context; `current` indexes into it.
     queue: Vec<usize>,
     current: usize,
+    /// `queue[current]`, the thread running now.
+    running: Option<usize>,
     quantum_end: f64,
     now: f64,
     // Out-of-order window state.
@@ -193,6 +208,8 @@ struct Context {
     ready_at: f64,
     /// Next sampling time.
     next_sample: f64,
+    /// Time at which `note_time` next has something to record (a sample or a window boundary).
+    next_note: f64,
     // Rate cache.
     phase: u16,
     timing: PhaseTiming,
@@ -203,6 +220,8 @@ struct Context {
     fetch_levels: Vec<u8>,
     data_levels: Vec<u8>,
     fetch_shift: u32,
+    /// Refill-only quanta: the check of the running thread's rates.
+    refill: RefillCheck,
 }
 
 impl Context {
@@ -210,6 +229,7 @@ impl Context {
         Context {
             queue: Vec::new(),
             current: 0,
+            running: None,
             quantum_end: quantum,
             now: 0.0,
             uop_seq: 0.0,
@@ -222,6 +242,7 @@ impl Context {
             stalls_until: 0.0,
             ready_at: 0.0,
             next_sample: 0.0,
+            next_note: 0.0,
             phase: u16::MAX,
             timing: PhaseTiming {
                 ilp: 1.0,
@@ -236,11 +257,20 @@ impl Context {
             fetch_levels: mem.fetch_levels(cpu),
             data_levels: mem.data_levels(cpu),
             fetch_shift: mem.fetch_line_shift(cpu),
+            refill: RefillCheck::default(),
         }
     }
 
+    /// Whether a refill-only check may be due: the context time-shares its CPU and its time
+    /// reached the current interval's end (or a new quantum began).
+    #[inline]
+    fn refill_due(&self) -> bool {
+        self.queue.len() > 1
+            && (self.now >= self.refill.until || self.refill.quantum_end != self.quantum_end)
+    }
+
     fn thread(&self) -> Option<usize> {
-        self.queue.get(self.current).copied()
+        self.running
     }
 
     fn record_stall(&mut self, from: f64, until: f64) {
@@ -326,6 +356,7 @@ impl Context {
     /// Looks up every fetch line from `first_pc` to the byte `last_pc` not looked up already;
     /// returns the time the last of them is available (front-end misses are taken one after
     /// another).
+    #[inline]
     fn fetch(
         &mut self,
         t: &mut SwThread,
@@ -335,17 +366,23 @@ impl Context {
         now: f64,
     ) -> f64 {
         let mut ready = now;
-        for line in (first_pc >> self.fetch_shift)..=(last_pc >> self.fetch_shift) {
-            if line == self.last_fetch_line {
-                continue;
+        // A plain loop: an inclusive range's iterator costs more than the lookups it skips.
+        let mut line = first_pc >> self.fetch_shift;
+        let last = last_pc >> self.fetch_shift;
+        loop {
+            if line != self.last_fetch_line {
+                self.last_fetch_line = line;
+                let found = mem.fetch(t.who, line << self.fetch_shift, ready);
+                t.counters
+                    .record_path(true, &self.fetch_levels, found.depth, t.kernel);
+                if found.depth > 0 {
+                    ready = mem.ready_time(t.who.cpu, true, found, ready);
+                }
             }
-            self.last_fetch_line = line;
-            let found = mem.fetch(t.who, line << self.fetch_shift, ready);
-            t.counters
-                .record_path(true, &self.fetch_levels, found.depth, t.kernel);
-            if found.depth > 0 {
-                ready = mem.ready_time(t.who.cpu, true, found, ready);
+            if line >= last {
+                break;
             }
+            line += 1;
         }
         ready
     }
@@ -359,6 +396,8 @@ enum CoreKind {
 struct Core {
     kind: CoreKind,
     contexts: Vec<Context>,
+    /// The contexts with threads to run (fixed for the run), in order.
+    busy: Vec<usize>,
     /// Level-1 data misses holding a miss buffer.
     miss_buffers: MissBuffers,
     /// Bumped whenever a phase or a running thread changes on this core (invalidates rates).
@@ -374,23 +413,22 @@ struct Core {
 
 impl Core {
     fn active(&self) -> bool {
-        self.contexts.iter().any(|c| !c.queue.is_empty())
+        !self.busy.is_empty()
     }
 
     fn now(&self) -> f64 {
         match self.kind {
             CoreKind::Ooo(_) => self
-                .contexts
+                .busy
                 .iter()
-                .filter(|c| !c.queue.is_empty())
-                .map(|c| c.now)
+                .map(|&i| self.contexts[i].now)
                 .fold(f64::INFINITY, f64::min),
             CoreKind::Inorder(_) => self.cycle,
         }
     }
 
     fn running(&self) -> u32 {
-        self.contexts.iter().filter(|c| !c.queue.is_empty()).count() as u32
+        self.busy.len() as u32
     }
 }
 
@@ -407,6 +445,8 @@ pub enum PlanError {
     Empty,
     #[error("too many threads ({0}); at most 127")]
     TooMany(usize),
+    #[error("address space {0} out of range (at most {max})", max = crate::memory::SPACES - 1)]
+    NoSuchSpace(u32),
 }
 
 /// A machine with threads placed on it, ready to run.
@@ -431,6 +471,12 @@ impl Simulation {
             return Err(PlanError::TooMany(plans.len()));
         }
         for p in &plans {
+            if let Some(&space) = [p.data_space, p.code_space]
+                .iter()
+                .find(|&&s| s >= crate::memory::SPACES)
+            {
+                return Err(PlanError::NoSuchSpace(space));
+            }
             if p.cpu >= machine.logical_cpus() {
                 return Err(PlanError::NoSuchCpu {
                     cpu: p.cpu,
@@ -450,6 +496,7 @@ impl Simulation {
                 contexts: (0..machine.topology.threads_per_core)
                     .map(|t| Context::new(&mem, machine.cpu_at(core, t), quantum))
                     .collect(),
+                busy: Vec::new(),
                 miss_buffers: MissBuffers::default(),
                 epoch: 0,
                 cycle: 0.0,
@@ -470,16 +517,12 @@ impl Simulation {
                 .push(slot);
             threads.push(SwThread {
                 source: p.source,
-                who: Requester {
-                    slot: slot as u8,
-                    cpu: p.cpu,
-                    data_space: p.data_space,
-                    code_space: p.code_space,
-                },
+                who: Requester::new(slot as u8, p.cpu, p.data_space, p.code_space),
                 counters: ThreadCounters::default(),
                 uops: 0.0,
                 warmup: p.warmup_instructions,
                 end: p.warmup_instructions + p.measure_instructions,
+                next_boundary: u64::MAX,
                 // A window that starts at the first instruction starts before anything happens.
                 start_snapshot: (p.warmup_instructions == 0
                     && options.window == Window::Instructions)
@@ -489,7 +532,23 @@ impl Simulation {
                 run_issued: 0,
                 samples: Vec::new(),
                 kernel: false,
+                solo: None,
             });
+            if options.window == Window::Instructions {
+                let t = threads.last_mut().expect("just pushed");
+                t.next_boundary = t.boundary_after();
+            }
+        }
+        for core in &mut cores {
+            core.busy = (0..core.contexts.len())
+                .filter(|&i| !core.contexts[i].queue.is_empty())
+                .collect();
+            for ctx in &mut core.contexts {
+                ctx.running = ctx.queue.first().copied();
+                if ctx.queue.len() < 2 {
+                    ctx.quantum_end = f64::INFINITY;
+                }
+            }
         }
         Ok(Simulation {
             mem,
@@ -498,6 +557,19 @@ impl Simulation {
             options,
             switch_cycles: machine.os.context_switch_cycles as f64,
         })
+    }
+
+    /// Simulates the time-shared quanta of the threads given solo rates (in plan order) only while
+    /// their caches refill: once an interval of a thread's quantum shows its solo miss rates, the
+    /// rest of the quantum is credited at its solo rates and the caches are aged as it would have
+    /// aged them (see [`crate::refill`]). Applies to a thread that time-shares a logical CPU of an
+    /// out-of-order core whose other contexts are idle, in a window of simulated time; elsewhere,
+    /// and on fine-grained in-order cores, every cycle is simulated.
+    pub fn with_solo_rates(mut self, rates: Vec<Option<Rates>>) -> Self {
+        for (t, r) in self.threads.iter_mut().zip(rates) {
+            t.solo = r;
+        }
+        self
     }
 
     /// Runs until every thread's window is complete.
@@ -570,6 +642,12 @@ struct Turn<'a> {
 /// snapshots of every thread of the context once its time passes a boundary.
 #[inline]
 fn note_time(ctx: &mut Context, threads: &mut [SwThread], options: &RunOptions) {
+    if ctx.now >= ctx.next_note {
+        record_time(ctx, threads, options);
+    }
+}
+
+fn record_time(ctx: &mut Context, threads: &mut [SwThread], options: &RunOptions) {
     if let Some(every) = options.sample_cycles {
         while ctx.now >= ctx.next_sample {
             for &s in &ctx.queue {
@@ -602,11 +680,20 @@ fn note_time(ctx: &mut Context, threads: &mut [SwThread], options: &RunOptions) 
             }
         }
     }
+    ctx.next_note = next_record(ctx, options);
 }
 
-/// Time-slicing: switch to the next thread of the context's queue when its quantum is over.
+/// Time-slicing: switch to the next thread of the context's queue when its quantum is over (a
+/// context with one thread never ends its quantum).
+#[inline]
 fn maybe_switch(ctx: &mut Context, epoch: &mut u64, turn: &Turn) {
-    if ctx.queue.len() > 1 && ctx.now >= ctx.quantum_end {
+    if ctx.now >= ctx.quantum_end {
+        switch(ctx, epoch, turn);
+    }
+}
+
+fn switch(ctx: &mut Context, epoch: &mut u64, turn: &Turn) {
+    {
         // The outgoing thread's outstanding misses complete before the switch.
         let drain = ctx
             .inflight
@@ -621,11 +708,135 @@ fn maybe_switch(ctx: &mut Context, epoch: &mut u64, turn: &Turn) {
         ctx.inflight.clear();
         ctx.store_misses.clear();
         ctx.current = (ctx.current + 1) % ctx.queue.len();
+        ctx.running = ctx.queue.get(ctx.current).copied();
         ctx.quantum_end = ctx.now + turn.options.quantum_cycles as f64;
         ctx.last_fetch_line = u64::MAX;
         ctx.phase = u16::MAX;
         *epoch += 1;
     }
+}
+
+/// Refill-only quanta: at the end of each interval of a time-sharing context's quantum, checks
+/// whether its running thread has refilled (misses at its solo rates) and settled (the rate of the
+/// interval before); the interval after that measures the rates at which the rest of the quantum
+/// is credited, and the caches are aged as its fills would have aged them. `running` counts the
+/// core's busy contexts. Returns whether it moved the context's time.
+#[inline(never)]
+fn refill_step(
+    ctx: &mut Context,
+    running: u32,
+    threads: &mut [SwThread],
+    mem: &mut MemorySystem,
+    turn: &Turn,
+) -> bool {
+    let Some(slot) = ctx.thread() else {
+        return false;
+    };
+    let Some(solo) = threads[slot].solo else {
+        return false;
+    };
+    let timed_window = matches!(turn.options.window, Window::Cycles { .. });
+    if ctx.queue.len() < 2 || running > 1 || !timed_window {
+        return false;
+    }
+    let Some(phase_left) = threads[slot].source.steady_instructions() else {
+        return false;
+    };
+    // A new quantum, or a new phase since the interval began (its instructions left grew):
+    // the check starts again.
+    if ctx.refill.quantum_end != ctx.quantum_end || phase_left > ctx.refill.phase_left {
+        ctx.refill = RefillCheck {
+            quantum_end: ctx.quantum_end,
+            ..RefillCheck::default()
+        };
+        start_interval(ctx, &threads[slot], mem);
+        return false;
+    }
+    if ctx.now < ctx.refill.until || ctx.now >= ctx.quantum_end {
+        return false;
+    }
+    let t = &threads[slot];
+    let last = t.snapshot() - ctx.refill.start;
+    if !ctx.refill.measuring {
+        let ipc = last.ipc();
+        ctx.refill.measuring = solo.settled(&last, ctx.refill.previous_ipc);
+        ctx.refill.previous_ipc = ipc;
+        start_interval(ctx, t, mem);
+        return false;
+    }
+    let Some(rates) = Rates::new(last) else {
+        start_interval(ctx, t, mem);
+        return false;
+    };
+    // Credited up to the quantum's end, or to the end of the thread's phase, where its rates
+    // change and the check starts again.
+    let end = ctx
+        .quantum_end
+        .min(ctx.now + phase_left as f64 / rates.instructions_per_cycle());
+    let interval = ctx.now - ctx.refill.since;
+    for &(idx, before) in &ctx.refill.turnover {
+        let turnover = mem.cache(idx).turnover(t.who.slot) - before;
+        let more = tail_fills(turnover.fills, interval, end - ctx.now);
+        let dirty = dirty_share(&turnover);
+        mem.age(t.who.cpu, idx, t.who.slot, more, dirty, ctx.now);
+    }
+    let mut credited = 0;
+    while ctx.now < end {
+        let stop = next_record(ctx, turn.options).min(end);
+        let t = &mut threads[slot];
+        let c = rates.over(stop - ctx.now);
+        let uops = rates.uops_per_cycle() * (stop - ctx.now);
+        t.counters = t.counters + ThreadCounters { uops: 0, ..c };
+        t.uops += uops;
+        ctx.uop_seq += uops;
+        credited += c.instructions;
+        ctx.now = stop;
+        note_time(ctx, threads, turn.options);
+    }
+    threads[slot].source.skip(credited);
+    if ctx.now < ctx.quantum_end {
+        ctx.refill = RefillCheck {
+            quantum_end: ctx.quantum_end,
+            ..RefillCheck::default()
+        };
+        start_interval(ctx, &threads[slot], mem);
+    }
+    true
+}
+
+/// Starts an interval of the refill check at the context's time.
+fn start_interval(ctx: &mut Context, t: &SwThread, mem: &MemorySystem) {
+    ctx.refill.since = ctx.now;
+    ctx.refill.until = ctx.now
+        + if ctx.refill.measuring {
+            MEASURE_CYCLES
+        } else {
+            CHECK_CYCLES
+        };
+    ctx.refill.phase_left = t.source.steady_instructions().unwrap_or(0);
+    ctx.refill.start = t.snapshot();
+    ctx.refill.turnover = mem
+        .instances_of(t.who.cpu)
+        .into_iter()
+        .map(|i| (i, mem.cache(i).turnover(t.who.slot)))
+        .collect();
+}
+
+/// The next time after the context's at which `note_time` records something: a sample or a
+/// boundary of a window of time.
+fn next_record(ctx: &Context, options: &RunOptions) -> f64 {
+    let mut next = f64::INFINITY;
+    if options.sample_cycles.is_some() {
+        next = next.min(ctx.next_sample);
+    }
+    if let Window::Cycles { start, end } = options.window {
+        for b in [start, end] {
+            if b > ctx.now {
+                next = next.min(b);
+            }
+        }
+    }
+    next
 }
 
 /// Per-thread limits of an out-of-order core's buffers, given how many threads run on it.
@@ -674,21 +885,29 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         miss_buffers: spec.miss_buffers.per_thread(running) as usize,
         shared_miss_buffers: spec.miss_buffers.smt == SmtSharing::Shared,
     };
-    let window = turn.options.window;
     for _ in 0..TURN_STEPS {
         // The context furthest behind goes next.
-        let mut ci = usize::MAX;
-        let mut oldest = f64::INFINITY;
-        for (i, c) in core.contexts.iter().enumerate() {
-            if !c.queue.is_empty() && c.now < oldest {
-                oldest = c.now;
-                ci = i;
-            }
+        // The first of the earliest (selects, not branches: which one is behind is a coin toss).
+        let Some((&first, rest)) = core.busy.split_first() else {
+            return;
+        };
+        let mut ci = first;
+        let mut oldest = core.contexts[first].now;
+        for &i in rest {
+            let now = core.contexts[i].now;
+            let earlier = now < oldest;
+            ci = if earlier { i } else { ci };
+            oldest = if earlier { now } else { oldest };
         }
-        if ci == usize::MAX || oldest > turn.limit {
+        if oldest > turn.limit {
             return;
         }
         maybe_switch(&mut core.contexts[ci], &mut core.epoch, turn);
+        if core.contexts[ci].refill_due()
+            && refill_step(&mut core.contexts[ci], running, threads, mem, turn)
+        {
+            continue;
+        }
         let slot = core.contexts[ci]
             .thread()
             .expect("active context has a thread");
@@ -708,8 +927,8 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
 
         // Bandwidth share: depends on which siblings are dispatching right now.
         let mut mask = 0u64;
-        for (j, c) in core.contexts.iter().enumerate() {
-            if j != ci && c.issuing_at(began) {
+        for &j in &core.busy {
+            if j != ci && core.contexts[j].issuing_at(began) {
                 mask |= 1 << j;
             }
         }
@@ -747,7 +966,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         let mut left = instr.run;
         let mut fp_left = instr.run_fp;
         while left > 0 {
-            let k = (t.to_boundary(window).max(1)).min(left as u64) as u32;
+            let k = (t.to_boundary().max(1)).min(left as u64) as u32;
             dispatch_plain(ctx, t, k, uops, dt, lim.rob);
             let fp = fp_left.min(k);
             fp_left -= fp;
@@ -755,7 +974,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
             t.counters.fp_ops += fp as u64;
             t.counters.instructions += k as u64;
             t.uops += k as f64 * uops;
-            t.note_progress(ctx.now, window);
+            t.note_progress(ctx.now);
         }
 
         // The event instruction: wait for the window to have room for it.
@@ -856,7 +1075,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
             t.counters.kernel_instructions += instr.run as u64 + 1;
             t.counters.kernel_cycles += ctx.now - began;
         }
-        t.note_progress(ctx.now, window);
+        t.note_progress(ctx.now);
         note_time(ctx, threads, turn.options);
     }
 }
@@ -910,7 +1129,6 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
         unreachable!()
     };
     let n = core.contexts.len();
-    let window = turn.options.window;
     let fp_latency = spec.fp_latency_cycles as f64;
     let width = spec.issue_per_cycle;
     let mut now = core.cycle;
@@ -1022,7 +1240,7 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
             }
             t.uops += 1.0;
             ctx.ready_at = ready;
-            t.note_progress(now + 1.0, window);
+            t.note_progress(now + 1.0);
         }
         let before = now;
         if issued > 0 {

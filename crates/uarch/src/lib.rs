@@ -8,6 +8,7 @@ pub mod counters;
 pub mod engine;
 pub mod memory;
 pub mod protocol;
+pub mod refill;
 pub mod rng;
 pub mod share;
 pub mod stream;

@@ -7,15 +7,35 @@ use smtsched_model::{CacheContents, MachineModel, Scope};
 
 /// Bits above which an address-space tag is placed (simulated addresses stay below 2^52).
 const SPACE_SHIFT: u32 = 52;
-/// `addr` in address space `space`; kernel addresses are the same in every space.
-#[inline]
-fn tagged(space: u32, addr: u64) -> u64 {
-    if addr >= KERNEL_BASE {
-        addr
-    } else {
-        ((space as u64) << SPACE_SHIFT) | (addr + space_offset_bytes(space))
+/// Where an address space's memory sits: its tag above [`SPACE_SHIFT`] plus its cache offset
+/// (see [`space_offset_bytes`]), added to every address of the space below the kernel's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SpaceTag(u64);
+
+impl SpaceTag {
+    fn of(space: u32) -> Self {
+        SpaceTag(((space as u64) << SPACE_SHIFT) + space_offset_bytes(space))
+    }
+
+    /// `addr` in this address space; kernel addresses are the same in every space. A user
+    /// address plus the offset stays below 2^52, so the sum is the tag and the offset address
+    /// side by side.
+    #[inline]
+    fn place(self, addr: u64) -> u64 {
+        if addr >= KERNEL_BASE {
+            addr
+        } else {
+            self.0 + addr
+        }
     }
 }
+
+/// Address spaces a thread may have: below this, so a tagged address stays below 2^63.
+pub const SPACES: u32 = 1 << (63 - SPACE_SHIFT);
+/// Where the stand-in lines that ageing a cache puts in place of the lines a thread's uncomputed
+/// fills would have brought sit (see [`Cache::age`]): at and above 2^63, where no thread's
+/// addresses are, so in a cache without thread tags no access ever matches one.
+const STAND_IN_BASE: u64 = 1 << 63;
 
 /// Pages (4 KiB) over which the address spaces' offsets spread: 2 MiB, a way of the largest
 /// cache modelled (16 MiB, 8 ways), so no cache's sets see the spaces aligned. Whole pages, as
@@ -40,15 +60,25 @@ fn space_offset_bytes(space: u32) -> u64 {
 const THREAD_TAG_SHIFT: u32 = 57;
 
 /// Who is accessing: the simulator's slot for the software thread (for statistics and
-/// thread-tagged caches) and the address spaces of its data and code.
+/// thread-tagged caches), its logical CPU, and the address spaces of its data (one per process)
+/// and code (shared by copies of one program, as text pages are).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Requester {
     pub slot: u8,
     pub cpu: u32,
-    /// Data address space (one per process).
-    pub data_space: u32,
-    /// Code address space (shared by copies of one program, as text pages are).
-    pub code_space: u32,
+    data: SpaceTag,
+    code: SpaceTag,
+}
+
+impl Requester {
+    pub fn new(slot: u8, cpu: u32, data_space: u32, code_space: u32) -> Self {
+        Requester {
+            slot,
+            cpu,
+            data: SpaceTag::of(data_space),
+            code: SpaceTag::of(code_space),
+        }
+    }
 }
 
 /// A shared memory path: a bus that carries one transfer at a time. Requests may arrive slightly
@@ -265,6 +295,62 @@ impl Lookup {
     }
 }
 
+/// Caches on a path at most (levels 1 to 4, one cache each).
+const MAX_PATH: usize = 4;
+
+/// One cache of an access path, with what a lookup needs of its level.
+#[derive(Clone, Copy, Debug, Default)]
+struct Step {
+    cache: u32,
+    line_shift: u32,
+    thread_tagged: bool,
+    prefetch: bool,
+    fill_adjacent: bool,
+}
+
+impl Step {
+    /// The line number of tagged address `addr` here, for thread `slot`.
+    #[inline(always)]
+    fn line(self, addr: u64, slot: u8) -> u64 {
+        let line = addr >> self.line_shift;
+        if self.thread_tagged {
+            line ^ (((slot as u64) + 1) << THREAD_TAG_SHIFT)
+        } else {
+            line
+        }
+    }
+}
+
+/// A logical CPU's fetch or data path as a lookup walks it, copied out whole.
+#[derive(Clone, Copy, Debug)]
+struct Path {
+    steps: [Step; MAX_PATH],
+    len: usize,
+}
+
+impl Path {
+    fn new(caches: &[usize], levels: &[Level], prefetchers: &[Option<Prefetcher>]) -> Self {
+        assert!(
+            caches.len() <= MAX_PATH,
+            "a path has at most {MAX_PATH} levels"
+        );
+        let mut steps = [Step::default(); MAX_PATH];
+        for (step, &i) in steps.iter_mut().zip(caches) {
+            *step = Step {
+                cache: i as u32,
+                line_shift: levels[i].line_shift,
+                thread_tagged: levels[i].thread_tagged,
+                prefetch: prefetchers[i].is_some(),
+                fill_adjacent: levels[i].fill_adjacent,
+            };
+        }
+        Path {
+            steps,
+            len: caches.len(),
+        }
+    }
+}
+
 /// All caches and memory paths of one simulated machine.
 #[derive(Clone, Debug)]
 pub struct MemorySystem {
@@ -277,6 +363,9 @@ pub struct MemorySystem {
     /// Per logical CPU: cache instances for instruction fetch and for data, in lookup order.
     fetch_path: Vec<Vec<usize>>,
     data_path: Vec<Vec<usize>>,
+    /// The same paths with what a lookup needs of each level.
+    fetch_steps: Vec<Path>,
+    data_steps: Vec<Path>,
     bus_of_cpu: Vec<usize>,
     memory_latency: f64,
 }
@@ -338,10 +427,10 @@ impl MemorySystem {
                 .map(|(name, spec)| first_of[name] + instance(machine, spec.shared_by, cpu))
                 .collect()
         };
-        let fetch_path = (0..cpus)
+        let fetch_path: Vec<Vec<usize>> = (0..cpus)
             .map(|c| path_for(CacheContents::Instructions, c))
             .collect();
-        let data_path = (0..cpus)
+        let data_path: Vec<Vec<usize>> = (0..cpus)
             .map(|c| path_for(CacheContents::Data, c))
             .collect();
         let mem = &machine.memory;
@@ -355,7 +444,16 @@ impl MemorySystem {
         let bus_of_cpu = (0..cpus)
             .map(|c| instance(machine, mem.shared_by, c))
             .collect();
+        let steps = |paths: &Vec<Vec<usize>>| -> Vec<Path> {
+            paths
+                .iter()
+                .map(|p| Path::new(p, &levels, &prefetchers))
+                .collect()
+        };
+        let (fetch_steps, data_steps) = (steps(&fetch_path), steps(&data_path));
         MemorySystem {
+            fetch_steps,
+            data_steps,
             caches,
             levels,
             prefetchers,
@@ -392,8 +490,8 @@ impl MemorySystem {
     /// the first level, path length = memory). Use [`MemorySystem::ready_time`] for its timing.
     #[inline]
     pub fn fetch(&mut self, who: Requester, pc: u64, now: f64) -> Lookup {
-        let addr = tagged(who.code_space, pc);
-        self.lookup(true, who, addr, addr, false, now)
+        let addr = who.code.place(pc);
+        self.lookup::<true>(who, addr, addr, false, now)
     }
 
     /// Looks up a load or store of `bytes` bytes at `addr`; returns how deep the access went.
@@ -402,8 +500,8 @@ impl MemorySystem {
     #[inline]
     pub fn data(&mut self, who: Requester, addr: u64, bytes: u16, write: bool, now: f64) -> Lookup {
         // Tagging moves the whole access by one offset (an access never spans the kernel base).
-        let addr = tagged(who.data_space, addr);
-        self.lookup(false, who, addr, addr + bytes.max(1) as u64 - 1, write, now)
+        let addr = who.data.place(addr);
+        self.lookup::<false>(who, addr, addr + bytes.max(1) as u64 - 1, write, now)
     }
 
     #[inline]
@@ -425,11 +523,11 @@ impl MemorySystem {
         }
     }
 
-    /// Looks up the bytes from `addr` to `last` (tagged addresses) along the path, level by level,
-    /// until a level holds every line they span.
-    fn lookup(
+    /// Looks up the bytes from `addr` to `last` (tagged addresses) along the fetch path
+    /// (`FETCH`) or the data path, level by level, until a level holds every line they span.
+    #[inline(always)]
+    fn lookup<const FETCH: bool>(
         &mut self,
-        fetch: bool,
         who: Requester,
         addr: u64,
         last: u64,
@@ -437,16 +535,21 @@ impl MemorySystem {
         now: f64,
     ) -> Lookup {
         let cpu = who.cpu as usize;
-        let path_len = self.path(fetch, cpu).len();
-        for d in 0..path_len {
-            let idx = self.path(fetch, cpu)[d];
-            let line = self.line_of(idx, addr, who.slot);
-            let (mut hit, mut not_before) = self.look_at(fetch, cpu, d, line, who.slot, write, now);
+        let path = if FETCH {
+            self.fetch_steps[cpu]
+        } else {
+            self.data_steps[cpu]
+        };
+        for d in 0..path.len {
+            let step = path.steps[d];
+            let line = step.line(addr, who.slot);
+            let (mut hit, mut not_before) =
+                self.look_at::<FETCH>(cpu, d, step, line, who.slot, write, now);
             if last != addr {
-                let last_line = self.line_of(idx, last, who.slot);
+                let last_line = step.line(last, who.slot);
                 if last_line != line {
                     let (hit2, not_before2) =
-                        self.look_at(fetch, cpu, d, last_line, who.slot, write, now);
+                        self.look_at::<FETCH>(cpu, d, step, last_line, who.slot, write, now);
                     hit &= hit2;
                     not_before = f64::max(not_before, not_before2);
                 }
@@ -459,34 +562,34 @@ impl MemorySystem {
             }
         }
         Lookup {
-            depth: path_len,
+            depth: path.len,
             not_before: 0.0,
         }
     }
 
-    /// Looks up one line at level `d` of the path: whether it hit, and when a line a prefetch is
-    /// still bringing in arrives (0 if none). A miss allocates the line.
+    /// Looks up one line at level `d` of the path, cache `step`: whether it hit, and when a line
+    /// a prefetch is still bringing in arrives (0 if none). A miss allocates the line.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn look_at(
+    fn look_at<const FETCH: bool>(
         &mut self,
-        fetch: bool,
         cpu: usize,
         d: usize,
+        step: Step,
         line: u64,
         slot: u8,
         write: bool,
         now: f64,
     ) -> (bool, f64) {
-        let idx = self.path(fetch, cpu)[d];
+        let idx = step.cache as usize;
         // Only the first level sees the write; lower levels are filled clean and dirtied by
         // write-backs.
         let (hit, evicted) = self.caches[idx].access(line, slot, write && d == 0);
         if let Some(ev) = evicted {
-            self.write_back(fetch, cpu, d, ev, now);
+            self.write_back(FETCH, cpu, d, ev, now);
         }
         let mut not_before = 0.0;
-        if !fetch && self.prefetchers[idx].is_some() {
+        if !FETCH && step.prefetch {
             if hit {
                 not_before = self.prefetchers[idx]
                     .as_ref()
@@ -495,9 +598,9 @@ impl MemorySystem {
             }
             self.prefetch(idx, cpu, line, !hit, slot, now);
         }
-        if !hit && self.levels[idx].fill_adjacent {
+        if !hit && step.fill_adjacent {
             if let Some(ev) = self.caches[idx].fill(line ^ 1, slot, false) {
-                self.write_back(fetch, cpu, d, ev, now);
+                self.write_back(FETCH, cpu, d, ev, now);
             }
         }
         (hit, not_before)
@@ -578,6 +681,53 @@ impl MemorySystem {
                 let bytes = self.levels[from].line_bytes;
                 self.buses[self.bus_of_cpu[cpu]].transfer(now, bytes);
             }
+        }
+    }
+
+    /// Cache instances `cpu` reaches, data path first, each once (a unified level is on both
+    /// paths).
+    pub fn instances_of(&self, cpu: u32) -> Vec<usize> {
+        let mut out = self.data_path[cpu as usize].clone();
+        for &i in &self.fetch_path[cpu as usize] {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+
+    /// Ages cache instance `idx` (one of [`MemorySystem::instances_of`] `cpu`) as `insertions`
+    /// further fills by thread `slot`, whose lines leave dirty in the share `dirty_share`, would
+    /// (see [`Cache::age`]); the dirty lines it pushes out are written back, as they would have
+    /// been. Instances nearer the core are aged first, so their write-backs land in the levels
+    /// below before those are aged.
+    pub fn age(
+        &mut self,
+        cpu: u32,
+        idx: usize,
+        slot: u8,
+        insertions: u64,
+        dirty_share: Option<f64>,
+        now: f64,
+    ) {
+        let level = &self.levels[idx];
+        let stand_in_line = (!level.thread_tagged).then_some(STAND_IN_BASE >> level.line_shift);
+        let mut dropped = Vec::new();
+        self.caches[idx].age(slot, insertions, dirty_share, stand_in_line, |ev| {
+            if ev.dirty {
+                dropped.push(ev)
+            }
+        });
+        let cpu = cpu as usize;
+        let (fetch, depth) = match self.data_path[cpu].iter().position(|&i| i == idx) {
+            Some(d) => (false, d),
+            None => {
+                let d = self.fetch_path[cpu].iter().position(|&i| i == idx);
+                (true, d.expect("an instance on the cpu's paths"))
+            }
+        };
+        for ev in dropped {
+            self.write_back(fetch, cpu, depth, ev, now);
         }
     }
 

@@ -4,6 +4,7 @@
 use crate::engine::{
     PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window,
 };
+use crate::refill::Rates;
 use crate::workload::Workload;
 use crate::ThreadCounters;
 use rayon::prelude::*;
@@ -25,6 +26,9 @@ pub struct Protocol {
     /// Time-shared runs measure this many rounds (each thread runs one quantum per round) after
     /// one warm-up round.
     pub timeshare_rounds: u32,
+    /// Time-shared pairs simulate each quantum only while the thread's caches refill, crediting
+    /// the rest at its solo rates (see [`crate::refill`]); `false` simulates every cycle.
+    pub refill_only: bool,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -51,6 +55,17 @@ pub fn run_together(
     threads: &[(&dyn Workload, u32)],
     proto: &Protocol,
     window: Window,
+) -> Result<RunResult, ProtocolError> {
+    run_with_rates(machine, threads, proto, window, Vec::new())
+}
+
+/// [`run_together`], the threads given solo rates simulated only while they refill.
+fn run_with_rates(
+    machine: &MachineModel,
+    threads: &[(&dyn Workload, u32)],
+    proto: &Protocol,
+    window: Window,
+    solo_rates: Vec<Option<Rates>>,
 ) -> Result<RunResult, ProtocolError> {
     if threads.len() >= THREADED_SPACES as usize {
         return Err(ProtocolError::TooManyThreads(threads.len()));
@@ -90,7 +105,9 @@ pub fn run_together(
         })
         .collect();
     let options = RunOptions::new(window, proto.quantum_cycles);
-    Ok(Simulation::new(machine, plans, options)?.run())
+    Ok(Simulation::new(machine, plans, options)?
+        .with_solo_rates(solo_rates)
+        .run())
 }
 
 /// Copy `copy` of `profile` alone on logical CPU `cpu`, every other CPU idle (halted), measured
@@ -211,7 +228,12 @@ pub fn pair(
         }
         _ => Window::Instructions,
     };
-    let r = run_together(machine, &[(a, cpus[0]), (b, cpus[1])], proto, window)?;
+    let rates = if placement == Placement::Timeshare && proto.refill_only {
+        solo.iter().map(|s| Rates::new(s.window)).collect()
+    } else {
+        Vec::new()
+    };
+    let r = run_with_rates(machine, &[(a, cpus[0]), (b, cpus[1])], proto, window, rates)?;
     let pr = |i: usize| match window {
         // Same instructions: solo time over co-run time.
         Window::Instructions => solo[i].elapsed_cycles() / r.threads[i].elapsed_cycles(),
@@ -285,6 +307,7 @@ pub fn matrix(
             "timeshare_rounds".into(),
             proto.timeshare_rounds.to_string(),
         );
+        settings.insert("refill_only".into(), proto.refill_only.to_string());
     }
     settings.insert("cpus".into(), format!("{},{}", cpus[0], cpus[1]));
     Ok(PrMatrix {

@@ -96,6 +96,21 @@ pub trait InstructionSource: Send {
     fn next_instr(&mut self) -> Instr;
     /// Timing characteristics of phase `index` (what a trace cannot carry).
     fn phase_timing(&self, index: u16) -> PhaseTiming;
+    /// Instructions left before the stream's behaviour may change (the end of its current
+    /// phase), or `None` if it cannot tell: then its time-shared quanta are simulated whole,
+    /// never credited at a measured rate (see [`crate::refill`]).
+    fn steady_instructions(&self) -> Option<u64> {
+        None
+    }
+    /// Moves the stream on by at least `instructions` instructions that run without being
+    /// simulated (the credited rest of a refill-only quantum), so that it stays where its program
+    /// would be. By default they are generated and dropped.
+    fn skip(&mut self, instructions: u64) {
+        let mut done = 0;
+        while done < instructions {
+            done += self.next_instr().run as u64 + 1;
+        }
+    }
 }
 
 /// What the core needs to know about a phase beyond its instructions.
@@ -524,25 +539,29 @@ impl InstructionSource for SyntheticStream {
             self.user_gap
         };
         let run_pc = self.pc;
+        // Plain instructions accumulate into the run until an event, the end of the phase, the
+        // end of the code area, a change of mode or the run limit: the instruction at index
+        // `limit` ends the run whatever its draw.
+        let mut limit = (self.remaining - 1).min(mode_left - 1).min(MAX_RUN as u64);
+        let room = self.area_end.saturating_sub(self.pc);
+        if room <= (MAX_RUN as u64 + 1) * m.instr_bytes {
+            // Near the end of the code area (rarely: a division is dear).
+            limit = limit.min(room.div_ceil(m.instr_bytes).saturating_sub(1));
+        }
+        let limit = limit as u32;
         let mut run = 0;
         let mut run_fp = 0;
-        // Plain instructions accumulate into the run until an event, the end of the phase, the
-        // end of the code area, a change of mode or the run limit.
         let r = loop {
-            self.remaining -= 1;
-            mode_left -= 1;
             let r = self.rng.next_u64();
-            let last = self.remaining == 0
-                || mode_left == 0
-                || self.pc + m.instr_bytes >= self.area_end
-                || run == MAX_RUN;
-            if r < m.t_locked || last {
+            if r < m.t_locked || run == limit {
                 break r;
             }
             run += 1;
             run_fp += (r < m.t_fp) as u32;
-            self.pc += m.instr_bytes;
         };
+        self.remaining -= run as u64 + 1;
+        mode_left -= run as u64 + 1;
+        self.pc += run as u64 * m.instr_bytes;
         let pc = self.pc;
         self.pc += m.instr_bytes;
         if self.pc >= self.area_end {
@@ -598,6 +617,26 @@ impl InstructionSource for SyntheticStream {
             self.user_gap = mode_left;
         }
         instr
+    }
+
+    fn steady_instructions(&self) -> Option<u64> {
+        Some(self.remaining)
+    }
+
+    /// Advances the position in the phase cycle without drawing the skipped instructions: the
+    /// profile describes each phase statistically, so only where the stream is in its phases
+    /// matters.
+    fn skip(&mut self, mut instructions: u64) {
+        while instructions >= self.remaining {
+            instructions -= self.remaining;
+            let next = if self.phase + 1 == self.phases.len() {
+                0
+            } else {
+                self.phase + 1
+            };
+            self.enter_phase(next);
+        }
+        self.remaining -= instructions;
     }
 
     fn phase_timing(&self, key: u16) -> PhaseTiming {

@@ -41,6 +41,7 @@ fn proto(warmup: u64, measure: u64) -> Protocol {
         measure_instructions: measure,
         quantum_cycles: 1 << 40,
         timeshare_rounds: 1,
+        refill_only: false,
     }
 }
 

@@ -115,6 +115,7 @@ fn speed(
         measure_instructions: instructions,
         quantum_cycles: (TIMESHARE_QUANTUM_MS * 1e6 * m.clock_ghz).round() as u64,
         timeshare_rounds: 1,
+        refill_only: false,
     };
     let mut best: Option<(f64, u64, f64)> = None;
     for _ in 0..repeat.max(1) {
@@ -155,6 +156,7 @@ fn scaling(m: &MachineModel) -> Result<Scaling> {
         measure_instructions: SCALING_MEASURE,
         quantum_cycles: 1 << 40,
         timeshare_rounds: 1,
+        refill_only: false,
     };
     let host_threads = std::thread::available_parallelism().map_or(1, usize::from);
     let mut timed = Vec::new();

@@ -185,6 +185,7 @@ pub(crate) fn protocol(sim: &SimArgs, machine: &MachineModel, rounds: u32) -> Re
         measure_instructions: sim.instructions,
         quantum_cycles: (sim.quantum_ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64,
         timeshare_rounds: rounds,
+        refill_only: !sim.full_quanta,
     })
 }
 

@@ -67,6 +67,7 @@ pub(super) fn asymmetry(
             measure_instructions: 2_000_000,
             quantum_cycles: 1 << 40,
             timeshare_rounds: 1,
+            refill_only: false,
         };
         p.status(&format!(
             "{} seed {seed}: every group of four on {}",
