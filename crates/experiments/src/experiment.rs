@@ -315,6 +315,7 @@ embedded_experiments!(
     "thesis-desktop",
     "thesis-spec-northwood",
     "thesis-spec-prescott",
+    "thesis-spec-timeshare",
     "thesis-phases",
     "thesis-estimator",
 );

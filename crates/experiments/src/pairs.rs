@@ -18,6 +18,8 @@ pub enum PairsMetric {
     MeanPr,
     /// Standard deviation of the performance ratios.
     PrSd,
+    /// The lowest performance ratio of any subject with any background.
+    MinPr,
     /// The best and the worst pair's system speedup.
     BestPair,
     WorstPair,
@@ -77,6 +79,7 @@ impl PlacementResult {
             PairsMetric::MeanSystemSpeedup => s.system_speedup.mean,
             PairsMetric::MeanPr => s.pr.mean,
             PairsMetric::PrSd => s.pr.sd,
+            PairsMetric::MinPr => s.pr.min,
             PairsMetric::BestPair => s.best.speedup,
             PairsMetric::WorstPair => s.worst.speedup,
             PairsMetric::SelfPairMean => s.self_pair_mean?,
