@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Parser, Debug)]
 #[command(
     name = "smtsched",
-    version,
+    version = env!("SMTSCHED_VERSION"),
     about = "Operating-system support for simultaneous-multithreaded processors: simulate SMT/CMT \
              machines, measure how co-running threads slow each other, and schedule them.",
     after_help = "Examples:\n  smtsched matrix                         # pairwise PR matrix of the 22 SPEC stand-ins on northwood\n  smtsched solo mcf-like --machine prescott\n  smtsched machines show northwood"
@@ -82,6 +82,29 @@ pub enum Command {
     ///
     /// Example: smtsched sweep run sweeps/l2-size.toml -o l2.json
     Sweep(crate::commands::sweep::SweepArgs),
+    /// Print a shell completion script, generated from this command line's definition.
+    ///
+    /// Example: smtsched completions bash > /etc/bash_completion.d/smtsched
+    Completions(CompletionsArgs),
+    /// Write man pages (roff), generated from this command line's definition: smtsched.1 and
+    /// one page per command (smtsched-matrix.1, …).
+    ///
+    /// Example: smtsched man -o /usr/local/share/man/man1
+    Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// Directory to write the pages into (created if missing).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: PathBuf,
 }
 
 #[derive(Args, Debug)]

@@ -16,6 +16,11 @@ fn main() {
             let _ = e.print();
             std::process::exit(0);
         }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // A bare `smtsched` (or a command group without its subcommand): the usage.
+            let _ = e.print();
+            std::process::exit(errors::EXIT_BAD_INPUT);
+        }
         Err(e) => {
             // Bad arguments: clap's first line names the argument and the value.
             let text = e.render().to_string();

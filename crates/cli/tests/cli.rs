@@ -424,3 +424,62 @@ fn bench_measures_every_preset_scaling_and_memory_that_does_not_grow_with_the_ru
     assert_eq!(s["host_threads"].as_u64().unwrap() as usize, cores);
     assert_eq!(s["runs"], 2 * 8 + 8 * 9 / 2);
 }
+
+#[test]
+fn first_contact_usage_suggestions_version_completions_and_man_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    // A bare call prints the usage (not an error), exit 2.
+    let o = smtsched(dir.path(), &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Usage: smtsched <COMMAND>") && err.contains("matrix"),
+        "{err}"
+    );
+    // --version names the commit the binary was built from (as git reads the checkout).
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let o = smtsched(dir.path(), &["--version"]);
+    let version = stdout(&o);
+    if head.status.success() {
+        let commit = String::from_utf8_lossy(&head.stdout).trim().to_string();
+        assert!(version.contains(&format!("(commit {commit})")), "{version}");
+    } else {
+        assert!(version.contains("(unknown commit)"), "{version}");
+    }
+    // Near misses are named: a workload, a machine, a --set key.
+    let o = smtsched(dir.path(), &["solo", "gzip"]);
+    assert_bad_input(
+        &o,
+        &["unknown workload \"gzip\"", "did you mean \"gzip-like\"?"],
+    );
+    let o = smtsched(dir.path(), &["solo", "gzip-like", "--machine", "northwod"]);
+    assert_bad_input(&o, &["did you mean \"northwood\"?"]);
+    let o = smtsched(
+        dir.path(),
+        &["solo", "gzip-like", "--set", "cache.L2.size_byte=1024"],
+    );
+    assert_bad_input(
+        &o,
+        &["no key cache.L2.size_byte", "did you mean \"size_bytes\"?"],
+    );
+    // Completions for each shell name every command.
+    for shell in ["bash", "zsh", "fish"] {
+        let o = smtsched(dir.path(), &["completions", shell]);
+        assert!(o.status.success());
+        let script = stdout(&o);
+        for cmd in ["matrix", "reproduce", "sweep"] {
+            assert!(script.contains(cmd), "{shell} completion lacks {cmd}");
+        }
+    }
+    // Man pages: one for smtsched and one per command, readable by man(1)'s roff.
+    let o = smtsched(dir.path(), &["man", "-o", "man1"]);
+    assert!(o.status.success());
+    let page = std::fs::read_to_string(dir.path().join("man1/smtsched-matrix.1")).unwrap();
+    assert!(page.starts_with(".ie") || page.contains(".TH"), "{page}");
+    assert!(page.contains("full\\-quanta"), "the page lists the flags");
+    assert!(dir.path().join("man1/smtsched.1").exists());
+}

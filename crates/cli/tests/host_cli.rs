@@ -22,6 +22,32 @@ pub fn offline_snapshot(dir: &Path) -> PathBuf {
     root
 }
 
+/// Unpacks fixture `name` into `dir`; returns its sysfs root and hwloc's reading of it.
+fn snapshot(dir: &Path, name: &str) -> (PathBuf, String) {
+    let fixtures = match std::env::var("SMTSCHED_FIXTURES") {
+        Ok(d) => PathBuf::from(d).join("linux-sysfs"),
+        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/linux-sysfs"),
+    };
+    let f = std::fs::File::open(fixtures.join(format!("{name}.tar.bz2"))).unwrap();
+    tar::Archive::new(bzip2::read::BzDecoder::new(f))
+        .unpack(dir)
+        .unwrap();
+    let console = std::fs::read_to_string(fixtures.join(format!("{name}.console"))).unwrap();
+    (dir.join(name), console)
+}
+
+/// Bytes of an lstopo size (`32KiB`, `11MiB`).
+fn lstopo_bytes(size: &str) -> u64 {
+    let (n, unit) = size.split_at(size.find(|c: char| !c.is_ascii_digit()).unwrap());
+    n.parse::<u64>().unwrap()
+        * match unit {
+            "KiB" => 1 << 10,
+            "MiB" => 1 << 20,
+            "GiB" => 1 << 30,
+            other => panic!("unit {other}"),
+        }
+}
+
 fn cpu_list(s: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for part in s.trim().split(',').filter(|p| !p.is_empty()) {
@@ -356,4 +382,114 @@ fn counters_leave_nothing_of_the_command_behind() {
             "orphaned after {sig}"
         );
     }
+}
+
+#[test]
+fn topology_writes_this_machine_as_a_machine_file_that_simulates() {
+    // A 2-package Xeon Silver 4108, 8 cores x 2 threads each, siblings numbered n and n+16.
+    let dir = tempfile::tempdir().unwrap();
+    let (root, console) = snapshot(dir.path(), "32intel64-2p8co2t+8ve");
+    let file = dir.path().join("silver.toml");
+    let o = smtsched(
+        dir.path(),
+        &[
+            "host",
+            "topology",
+            "--sysfs-root",
+            root.to_str().unwrap(),
+            "--machine-toml",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success());
+    let m = json(&smtsched(
+        dir.path(),
+        &["machines", "show", file.to_str().unwrap(), "--json"],
+    ));
+    // hwloc's reading of the same snapshot.
+    let count = |what: &str| {
+        console
+            .lines()
+            .filter(|l| l.trim_start().starts_with(what))
+            .count()
+    };
+    let packages = count("Package L#");
+    let cores = count("Core L#");
+    let pus = count("PU L#");
+    assert_eq!(m["name"], "silver");
+    assert_eq!(m["topology"]["packages"], packages);
+    assert_eq!(m["topology"]["cores_per_package"], cores / packages);
+    assert_eq!(m["topology"]["threads_per_core"], pus / cores);
+    // Core L#0 holds PU P#0 and P#16: thread-major over the 16 cores.
+    assert!(console.contains("PU L#1 (P#16)"));
+    assert_eq!(m["topology"]["cpu_numbering"], "thread-major");
+    // Every cache level of package 0 with hwloc's size and associativity.
+    for (label, key) in [
+        ("L1dCache", "L1d"),
+        ("L1iCache", "L1i"),
+        ("L2Cache", "L2"),
+        ("L3Cache", "L3"),
+    ] {
+        let line = console
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{label} L#0 ")))
+            .unwrap();
+        let field = |name: &str| {
+            line.split([' ', '(', ')'])
+                .find_map(|t| t.strip_prefix(&format!("{name}=")))
+                .unwrap()
+                .to_string()
+        };
+        let cache = &m["cache"][key];
+        assert_eq!(cache["size_bytes"], lstopo_bytes(&field("size")), "{key}");
+        assert_eq!(
+            cache["ways"],
+            field("ways").parse::<u64>().unwrap(),
+            "{key}"
+        );
+        assert_eq!(
+            cache["line_bytes"],
+            field("linesize").parse::<u64>().unwrap(),
+            "{key}"
+        );
+    }
+    assert_eq!(m["cache"]["L2"]["shared_by"], "core");
+    assert_eq!(m["cache"]["L3"]["shared_by"], "package");
+    // What sysfs cannot tell is the template's, and the file says so.
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("[template] every value of [core]"), "{text}");
+    // It simulates.
+    let o = smtsched(
+        dir.path(),
+        &[
+            "solo",
+            "gzip-like",
+            "--machine",
+            file.to_str().unwrap(),
+            "--instructions",
+            "100000",
+        ],
+    );
+    assert!(o.status.success());
+}
+
+#[test]
+fn a_machine_the_model_cannot_describe_is_refused_and_no_file_written() {
+    // CPUs 2, 5, 13 and 14 offline: some cores have one thread left, others two.
+    let dir = tempfile::tempdir().unwrap();
+    let root = offline_snapshot(dir.path());
+    let file = dir.path().join("m.toml");
+    let o = smtsched(
+        dir.path(),
+        &[
+            "host",
+            "topology",
+            "--sysfs-root",
+            root.to_str().unwrap(),
+            "--machine-toml",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_bad_input(&o, &["different numbers of online threads"]);
+    assert!(!file.exists());
 }

@@ -31,6 +31,7 @@ pub mod error;
 pub mod kernels;
 pub mod leftovers;
 pub mod looper;
+pub mod machine_file;
 pub mod measure;
 pub mod perf;
 pub mod procgroup;

@@ -46,10 +46,12 @@ pub enum ModelError {
         #[source]
         source: std::io::Error,
     },
-    #[error("unknown {kind} {name:?}: not a preset ({known}) and no such file")]
+    #[error("unknown {kind} {name:?}{hint}: not a preset ({known}) and no such file")]
     Unknown {
         kind: &'static str,
         name: String,
+        /// ` (did you mean "…"?)` for a near miss, or empty.
+        hint: String,
         known: String,
     },
     #[error("override {text:?}: {reason}")]

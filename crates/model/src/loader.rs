@@ -43,17 +43,38 @@ pub fn resolve(kind: &'static str, name: &str, presets: &[Preset]) -> Result<Sou
             text,
         });
     }
-    let known = presets
-        .iter()
-        .map(|p| p.name)
-        .collect::<Vec<_>>()
-        .join(", ");
+    let names: Vec<&str> = presets.iter().map(|p| p.name).collect();
     Err(ModelError::Unknown {
         kind,
         name: name.to_string(),
-        known,
+        hint: did_you_mean(name, &names),
+        known: names.join(", "),
     })
 }
+
+/// ` (did you mean "NAME"?)` for the known name `given` most likely stands for — one it begins
+/// (`gzip` for `gzip-like`) or one a typo away — or empty.
+pub fn did_you_mean(given: &str, known: &[&str]) -> String {
+    let given_lower = given.to_lowercase();
+    let prefixed: Vec<&&str> = known
+        .iter()
+        .filter(|k| !given.is_empty() && k.to_lowercase().starts_with(&given_lower))
+        .collect();
+    let best = match prefixed.as_slice() {
+        [one] => Some(**one),
+        _ => known
+            .iter()
+            .map(|k| (strsim::jaro_winkler(&given_lower, &k.to_lowercase()), *k))
+            .filter(|&(score, _)| score >= NEAR_MISS_SIMILARITY)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, k)| k),
+    };
+    best.map(|k| format!(" (did you mean {k:?}?)"))
+        .unwrap_or_default()
+}
+
+/// Jaro-Winkler similarity at which a name counts as a typo of a known one.
+const NEAR_MISS_SIMILARITY: f64 = 0.85;
 
 /// Largest description file read: far above any real one, and a bound on what a path naming
 /// something huge (a `/proc` file as root) can cost.
@@ -145,21 +166,26 @@ fn apply(table: &mut toml::Table, o: &Override) -> Result<(), ModelError> {
         reason,
     };
     let (last, parents) = o.path.split_last().expect("override path is never empty");
+    let missing = |t: &toml::Table, upto: usize| {
+        let keys: Vec<&str> = t.keys().map(String::as_str).collect();
+        let hint = did_you_mean(&o.path[upto], &keys);
+        err(format!("no key {}{hint}", o.path[..=upto].join(".")))
+    };
     let mut cur = table;
     for (i, key) in parents.iter().enumerate() {
+        if !cur.contains_key(key) {
+            return Err(missing(cur, i));
+        }
         cur = match cur.get_mut(key) {
             Some(toml::Value::Table(t)) => t,
-            Some(_) => return Err(err(format!("{} is not a table", o.path[..=i].join(".")))),
-            None => return Err(err(format!("no key {}", o.path[..=i].join(".")))),
+            _ => return Err(err(format!("{} is not a table", o.path[..=i].join(".")))),
         };
     }
-    match cur.get_mut(last) {
-        Some(slot) => {
-            *slot = o.value.clone();
-            Ok(())
-        }
-        None => Err(err(format!("no key {}", o.path.join(".")))),
+    if !cur.contains_key(last) {
+        return Err(missing(cur, parents.len()));
     }
+    cur.insert(last.clone(), o.value.clone());
+    Ok(())
 }
 
 #[cfg(test)]
@@ -186,6 +212,28 @@ mod tests {
         assert_eq!(ok["a"]["b"].as_integer(), Some(2));
         let bad = parse::<toml::Table>(&src, &["a.c=2".parse().unwrap()]).unwrap_err();
         assert!(bad.to_string().contains("no key a.c"), "{bad}");
+    }
+
+    #[test]
+    fn a_near_miss_is_named() {
+        let known = ["gzip-like", "gcc-like", "swim-like"];
+        assert_eq!(
+            did_you_mean("gzip", &known),
+            " (did you mean \"gzip-like\"?)"
+        );
+        assert_eq!(
+            did_you_mean("swimm-like", &known),
+            " (did you mean \"swim-like\"?)"
+        );
+        assert_eq!(did_you_mean("g", &known), "");
+        assert_eq!(did_you_mean("nothing-like-it", &known), "");
+        let src = Source {
+            origin: Origin::Inline("t".into()),
+            text: "[cache.L2]\nsize_bytes = 1\n".into(),
+        };
+        let bad = parse::<toml::Table>(&src, &["cache.L2.size_byte=2".parse().unwrap()]);
+        let text = bad.unwrap_err().to_string();
+        assert!(text.contains("did you mean \"size_bytes\""), "{text}");
     }
 
     #[test]

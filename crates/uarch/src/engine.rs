@@ -855,8 +855,16 @@ fn dispatch_plain(ctx: &mut Context, t: &mut SwThread, mut k: u32, uops: f64, dt
         ctx.retire_completed();
         let room = match ctx.inflight.front() {
             None => k,
-            // Truncation is the floor here: the value is clamped non-negative first.
-            Some(m) => (((rob - (ctx.uop_seq - m.uop_seq)) / uops).max(0.0) as u32).min(k),
+            Some(m) => {
+                let free = rob - (ctx.uop_seq - m.uop_seq);
+                if free >= (k as f64 + 1.0) * uops {
+                    // Room for all k beyond rounding doubt: no division on the time chain.
+                    k
+                } else {
+                    // Truncation is the floor here: the value is clamped non-negative first.
+                    ((free / uops).max(0.0) as u32).min(k)
+                }
+            }
         };
         if room == 0 {
             let until = ctx

@@ -71,6 +71,14 @@ pub struct TopologyArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Also write this machine as a machine file to start from (named after the file): its
+    /// topology and caches, and the `--template` preset's pipeline, latencies, memory and OS
+    /// costs, each marked.
+    #[arg(long, value_name = "FILE")]
+    pub machine_toml: Option<PathBuf>,
+    /// The machine preset whose values stand in for what sysfs does not describe.
+    #[arg(long, default_value = "smt2-modern", requires = "machine_toml")]
+    pub template: String,
 }
 
 #[derive(Args, Debug)]
@@ -345,6 +353,15 @@ fn size_text(bytes: Option<u64>) -> String {
 
 fn topology(a: TopologyArgs) -> Result<()> {
     let t = read_topology(&a.sysfs_root)?;
+    if let Some(path) = &a.machine_toml {
+        let template = super::machine(&a.template, &[])?;
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "this-machine".into());
+        let text = smtsched_host::machine_file::machine_toml(&t, &name, &template)?;
+        super::write_file(path, text.as_bytes())?;
+    }
     if a.json {
         return json_out(&t);
     }

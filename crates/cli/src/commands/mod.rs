@@ -5,6 +5,7 @@ mod bench;
 pub mod cachemodel;
 mod corun;
 mod describe;
+mod docs;
 pub mod host;
 mod matrix;
 mod reproduce;
@@ -143,6 +144,8 @@ pub fn run(command: Command) -> Result<()> {
         Command::Train(a) => train::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Agent(a) => agent::run(a),
+        Command::Completions(a) => docs::completions(a),
+        Command::Man(a) => docs::man(a),
     }
 }
 

@@ -1,0 +1,42 @@
+//! `completions` and `man`: shell completion scripts and man pages, generated from the command
+//! line's own definition so they never disagree with `--help`.
+
+use super::{out, write_file};
+use crate::args::{Cli, CompletionsArgs, ManArgs};
+use crate::errors::bad_input;
+use anyhow::Result;
+use clap::CommandFactory;
+
+pub fn completions(a: CompletionsArgs) -> Result<()> {
+    let mut cmd = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut cmd, "smtsched", &mut script);
+    out(&String::from_utf8_lossy(&script))
+}
+
+pub fn man(a: ManArgs) -> Result<()> {
+    if a.output.exists() && !a.output.is_dir() {
+        return Err(bad_input(format!(
+            "-o {}: not a directory",
+            a.output.display()
+        )));
+    }
+    std::fs::create_dir_all(&a.output)
+        .map_err(|e| bad_input(format!("-o {}: cannot create: {e}", a.output.display())))?;
+    let cmd = Cli::command();
+    let mut pages = vec![("smtsched".to_string(), cmd.clone())];
+    for sub in cmd.get_subcommands() {
+        let name = format!("smtsched-{}", sub.get_name());
+        pages.push((name.clone(), sub.clone().name(name)));
+    }
+    for (name, page) in &pages {
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(page.clone()).render(&mut roff)?;
+        write_file(&a.output.join(format!("{name}.1")), &roff)?;
+    }
+    out(&format!(
+        "wrote {} pages to {}\n",
+        pages.len(),
+        a.output.display()
+    ))
+}
