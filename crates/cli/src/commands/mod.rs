@@ -49,15 +49,39 @@ pub(crate) fn counting_bar(len: u64, unit: &str) -> Result<ProgressBar> {
 }
 
 /// An experiment's progress on the terminal: a counting bar per stage, notes always, passing
-/// status lines only when someone watches.
+/// status lines only when someone watches. Experiments running side by side share `multi`,
+/// each bar a line of its own, notes printed above them.
 #[derive(Default)]
 pub(crate) struct Bars {
     bar: std::sync::Mutex<Option<ProgressBar>>,
+    multi: Option<indicatif::MultiProgress>,
+}
+
+impl Bars {
+    pub fn in_multi(multi: &indicatif::MultiProgress) -> Self {
+        Bars {
+            bar: Default::default(),
+            multi: Some(multi.clone()),
+        }
+    }
+
+    /// A line on stderr, above the bars when there are bars.
+    pub fn say(&self, line: &str) {
+        match &self.multi {
+            Some(m) if std::io::stderr().is_terminal() => {
+                let _ = m.println(line);
+            }
+            _ => eprintln!("{line}"),
+        }
+    }
 }
 
 impl smtsched_experiments::run::Progress for Bars {
     fn begin(&self, label: &str, total: u64, unit: &str) {
-        let bar = counting_bar(total, unit).unwrap_or_else(|_| ProgressBar::hidden());
+        let mut bar = counting_bar(total, unit).unwrap_or_else(|_| ProgressBar::hidden());
+        if let Some(m) = &self.multi {
+            bar = m.add(bar);
+        }
         bar.set_message(label.to_string());
         *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar);
     }
@@ -72,11 +96,11 @@ impl smtsched_experiments::run::Progress for Bars {
         }
     }
     fn note(&self, line: &str) {
-        eprintln!("{line}");
+        self.say(line);
     }
     fn status(&self, line: &str) {
         if std::io::stderr().is_terminal() {
-            eprintln!("  {line}");
+            self.say(&format!("  {line}"));
         }
     }
 }

@@ -27,7 +27,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         )));
     }
     let e = load_experiment(name)?;
-    let o = run_one(e, &a)?;
+    let o = run_one(e, &a, &Bars::default())?;
     if a.json {
         return json_out(&o.json);
     }
@@ -56,11 +56,7 @@ pub fn run_options(a: &ReproduceArgs) -> Result<RunOptions> {
     })
 }
 
-/// Runs experiment `e` with `a`'s overrides, progress on the terminal.
-pub fn run_one(e: Experiment, a: &ReproduceArgs) -> Result<Outcome> {
-    Ok(smtsched_experiments::run::run(
-        e,
-        &run_options(a)?,
-        &Bars::default(),
-    )?)
+/// Runs experiment `e` with `a`'s overrides, progress on the terminal through `bars`.
+pub fn run_one(e: Experiment, a: &ReproduceArgs, bars: &Bars) -> Result<Outcome> {
+    Ok(smtsched_experiments::run::run(e, &run_options(a)?, bars)?)
 }

@@ -6,6 +6,9 @@
 //! report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
 
 use super::reproduce::{run_one, run_options};
+use super::Bars;
+use rayon::prelude::*;
+use smtsched_experiments::experiment::Experiment;
 use super::sweep::{absolute, executable, write_script};
 use super::{out, write_file};
 use crate::args::ReproduceArgs;
@@ -81,26 +84,41 @@ pub fn run(a: &ReproduceArgs) -> Result<()> {
         _ => {}
     }
     let shard = a.shard.unwrap_or(Shard { index: 1, count: 1 });
-    let mine = suite.shard_items(shard);
-    let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
-    for (n, (i, e)) in experiments
+    let total = suite.shard_items(shard).len();
+    let mine: Vec<(usize, usize, Experiment)> = experiments
         .into_iter()
         .enumerate()
         .filter(|(i, _)| shard.takes(*i))
         .enumerate()
-    {
-        eprintln!("[{}/{}] {} ...", n + 1, mine.len(), e.name);
-        let o = run_one(e, a)?;
-        eprintln!(
-            "[{}/{}] {}: {} claim(s), {:.1} s",
-            n + 1,
-            mine.len(),
-            o.name,
-            o.claims.len(),
-            o.seconds
-        );
-        outcomes.push((i, o));
-    }
+        .map(|(n, (i, e))| (n, i, e))
+        .collect();
+    // Experiments run side by side, as many as the host has cores: most have serial stretches
+    // (one seed's scheduler run, a merge of samples) that another experiment's work fills. Each
+    // experiment's result does not depend on what runs beside it; they are kept in order.
+    let multi = indicatif::MultiProgress::new();
+    let started = std::time::Instant::now();
+    let outcomes: Vec<(usize, Outcome)> = mine
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(n, i, e)| {
+            let bars = Bars::in_multi(&multi);
+            bars.say(&format!("[{}/{total}] {} ...", n + 1, e.name));
+            let o = run_one(e, a, &bars)?;
+            bars.say(&format!(
+                "[{}/{total}] {}: {} claim(s), {:.1} s",
+                n + 1,
+                o.name,
+                o.claims.len(),
+                o.seconds
+            ));
+            Ok((i, o))
+        })
+        .collect::<Result<_>>()?;
+    eprintln!(
+        "{} experiment(s) in {:.1} s",
+        outcomes.len(),
+        started.elapsed().as_secs_f64()
+    );
     match (a.shard, output) {
         (Some(s), Some(f)) => {
             let file = SuiteShard::new(suite, s, outcomes);
