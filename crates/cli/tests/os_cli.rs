@@ -765,3 +765,87 @@ fn the_windows_experiments_measure_phases_and_fit_the_estimator() {
         &["bad.toml", "level_share", "estimator"],
     );
 }
+
+#[test]
+fn a_run_too_short_for_its_tasks_names_the_missing_tasks_and_prints_no_figure_over_the_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Runs of 60 s alone (the default): a 100 s simulation leaves a 90 s window, and with three
+    // tasks sharing cores no run both starts and ends in it. No figure over the set is printed,
+    // and the note names each task, its run's length and the duration runs fit in (10 + 2 x 60).
+    let o = smtsched(
+        d,
+        &[
+            "run",
+            "-t",
+            "gzip-like,mcf-like,swim-like",
+            "--duration",
+            "100",
+            "-p",
+            "naive",
+        ],
+    );
+    assert!(o.status.success());
+    let text = util::stdout(&o);
+    let row = text.lines().find(|l| l.starts_with("naive ")).unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..6], &["-", "-", "-", "-", "-"], "{row}");
+    for task in ["gzip-like", "mcf-like", "swim-like"] {
+        assert!(
+            text.contains(&format!("{task} (one run 60 s alone)")),
+            "{text}"
+        );
+    }
+    assert!(text.contains("completed no run in the 90 s measurement window"));
+    assert!(
+        text.contains("runs fit from a duration of about 130 s"),
+        "{text}"
+    );
+    let o = smtsched(
+        d,
+        &[
+            "run",
+            "-t",
+            "gzip-like,mcf-like,swim-like",
+            "--duration",
+            "100",
+            "-p",
+            "naive",
+            "--json",
+        ],
+    );
+    let v = util::json(&o);
+    let s = &v["results"][0]["summaries"][0];
+    assert!(
+        s["system_speedup"].is_null() && s["fairness"].is_null(),
+        "{s}"
+    );
+    assert_eq!(s["missing"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn output_paths_are_checked_before_the_work_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The check's message ("no directory") is not the one a failed write after the work gives.
+    for args in [
+        vec!["matrix", "-w", "all", "-o", "/nonexistent/m.json"],
+        vec!["run", "--timeline", "/nonexistent/t.json"],
+        vec![
+            "train",
+            "windows",
+            "-w",
+            "thesis-train",
+            "-o",
+            "/nonexistent/w.csv",
+        ],
+    ] {
+        let o = smtsched(d, &args);
+        assert_bad_input(
+            &o,
+            &["cannot write /nonexistent/", "no directory /nonexistent"],
+        );
+    }
+    let o = smtsched(d, &["reproduce", "thesis-http", "-o", d.to_str().unwrap()]);
+    assert_bad_input(&o, &["is a directory, not a file"]);
+}

@@ -436,10 +436,10 @@ pub fn metric_values(runs: &PolicyRuns, name: PolicyMetric) -> Option<Vec<f64>> 
                 return None;
             }
             match name {
-                PolicyMetric::SystemSpeedup => Some(s.system_speedup),
-                PolicyMetric::Fairness => Some(s.fairness),
-                PolicyMetric::Antt => Some(s.antt),
-                PolicyMetric::PrSd => Some(s.pr_sd),
+                PolicyMetric::SystemSpeedup => s.system_speedup,
+                PolicyMetric::Fairness => s.fairness,
+                PolicyMetric::Antt => s.antt,
+                PolicyMetric::PrSd => s.pr_sd,
                 PolicyMetric::PriorityError => {
                     let ratios = r.priority_ratios();
                     let errs: Vec<f64> = ratios

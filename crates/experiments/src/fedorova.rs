@@ -1075,8 +1075,8 @@ fn run_size(
             groups: Vec::new(),
             distinct_situations: Some(r.distinct_situations),
             oracle_queries: Some(r.oracle_queries),
-            system_speedup: Some(summary.system_speedup),
-            fairness: Some(summary.fairness),
+            system_speedup: summary.system_speedup,
+            fairness: summary.fairness,
         });
     }
     let mut validated: BTreeMap<Situation, ()> = BTreeMap::new();

@@ -63,6 +63,10 @@ pub struct Metrics {
     pub benches: Vec<String>,
     pub solo_seconds: Vec<f64>,
     pub nice: Vec<i32>,
+    /// Benchmarks that serve or issue requests: they complete no runs by design, and the
+    /// figures over the set's runs are over the others.
+    #[serde(default)]
+    pub request_driven: Vec<bool>,
     #[serde(skip)]
     pub runs: Vec<RunRecord>,
     pub context_switches: u64,
@@ -180,18 +184,20 @@ impl ResponseTimes {
     }
 }
 
-/// The summary numbers of one simulation.
+/// The summary numbers of one simulation. Each is over every benchmark of the set, so none is
+/// given (`None`) when some benchmark completed no run in the window (`missing`): a figure over
+/// some of the tasks is not the set's.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Summary {
-    /// Σ PR over the benchmarks with completed runs (weighted speedup, STP).
-    pub system_speedup: f64,
+    /// Σ PR (weighted speedup, STP).
+    pub system_speedup: Option<f64>,
     /// Mean of 1/PR (average normalised turnaround time; lower is better).
-    pub antt: f64,
+    pub antt: Option<f64>,
     /// min PR / max PR.
-    pub fairness: f64,
-    pub pr_sd: f64,
-    pub pr_iqr: f64,
-    /// Benchmarks without a completed run in the window (left out of the sums).
+    pub fairness: Option<f64>,
+    pub pr_sd: Option<f64>,
+    pub pr_iqr: Option<f64>,
+    /// Benchmarks without a completed run in the window.
     pub missing: Vec<String>,
 }
 
@@ -233,20 +239,24 @@ impl Metrics {
     }
 
     pub fn summary(&self) -> Summary {
-        let prs: Vec<f64> = self.per_bench.iter().filter_map(|b| b.pr).collect();
-        let missing = self
+        let run_based = self
             .per_bench
             .iter()
+            .enumerate()
+            .filter(|(b, _)| !self.request_driven.get(*b).copied().unwrap_or(false))
+            .map(|(_, s)| s);
+        let prs: Vec<f64> = run_based.clone().filter_map(|b| b.pr).collect();
+        let missing: Vec<String> = run_based
             .filter(|b| b.pr.is_none())
             .map(|b| b.name.clone())
             .collect();
-        if prs.is_empty() {
+        if prs.is_empty() || !missing.is_empty() {
             return Summary {
-                system_speedup: 0.0,
-                antt: f64::INFINITY,
-                fairness: 0.0,
-                pr_sd: 0.0,
-                pr_iqr: 0.0,
+                system_speedup: None,
+                antt: None,
+                fairness: None,
+                pr_sd: None,
+                pr_iqr: None,
                 missing,
             };
         }
@@ -256,11 +266,11 @@ impl Metrics {
         sorted.sort_by(f64::total_cmp);
         let q = |p: f64| smtsched_report::stats::quantile_sorted(&sorted, p);
         Summary {
-            system_speedup: prs.iter().sum(),
-            antt: prs.iter().map(|p| 1.0 / p).sum::<f64>() / n,
-            fairness: sorted[0] / sorted[sorted.len() - 1],
-            pr_sd: sd,
-            pr_iqr: q(0.75) - q(0.25),
+            system_speedup: Some(prs.iter().sum()),
+            antt: Some(prs.iter().map(|p| 1.0 / p).sum::<f64>() / n),
+            fairness: Some(sorted[0] / sorted[sorted.len() - 1]),
+            pr_sd: Some(sd),
+            pr_iqr: Some(q(0.75) - q(0.25)),
             missing,
         }
     }

@@ -93,8 +93,9 @@ pub fn truth_for(
     )
 }
 
-/// The comparison table: one row per policy. Columns computed from PRs are marked `*` where a
-/// task completed no run in the window (the sums leave it out), with a note under the table.
+/// The comparison table: one row per policy. A column computed from PRs needs every task's: where
+/// a task completed no run in the window (in any repetition) it shows `-`, and a note under the
+/// table names the tasks and how long one run of each takes alone.
 pub fn policy_table(results: &[PolicyRuns]) -> String {
     let mut t = Table::new([
         "policy",
@@ -111,9 +112,14 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
     let mut notes = Vec::new();
     for p in results {
         let s: Vec<_> = p.runs.iter().map(|r| r.summary()).collect();
-        let mean = |f: &dyn Fn(&crate::metrics::Summary) -> f64| {
-            mean_sd(&s.iter().map(f).collect::<Vec<_>>())
+        // Mean and sd over the repetitions, if every repetition has the figure.
+        let mean = |f: &dyn Fn(&crate::metrics::Summary) -> Option<f64>| {
+            s.iter()
+                .map(f)
+                .collect::<Option<Vec<f64>>>()
+                .map(|v| mean_sd(&v))
         };
+        let shown = |v: Option<(f64, f64)>| v.map_or("-".to_string(), |(m, _)| format!("{m:.3}"));
         let per_s = |f: &dyn Fn(&Metrics) -> f64| {
             mean_sd(
                 &p.runs
@@ -123,23 +129,17 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
             )
             .0
         };
-        let missing = s.iter().map(|x| x.missing.len()).max().unwrap_or(0);
-        let mark = if missing > 0 { "*" } else { "" };
-        if missing > 0 {
-            notes.push(format!(
-                "* {}: {missing} of {} tasks completed no run in the measurement window (in at least one repetition); the marked columns leave them out",
-                p.policy,
-                p.runs.first().map_or(0, |r| r.per_bench.len())
-            ));
+        if let Some(note) = missing_note(p) {
+            notes.push(note);
         }
-        let (sp, sd) = mean(&|x| x.system_speedup);
+        let speedup = mean(&|x| x.system_speedup);
         t.row([
             p.policy.clone(),
-            format!("{sp:.3}{mark}"),
-            format!("{sd:.3}"),
-            format!("{:.3}{mark}", mean(&|x| x.antt).0),
-            format!("{:.3}{mark}", mean(&|x| x.fairness).0),
-            format!("{:.3}{mark}", mean(&|x| x.pr_sd).0),
+            shown(speedup),
+            speedup.map_or("-".to_string(), |(_, sd)| format!("{sd:.3}")),
+            shown(mean(&|x| x.antt)),
+            shown(mean(&|x| x.fairness)),
+            shown(mean(&|x| x.pr_sd)),
             format!("{:.1}", per_s(&|r| r.context_switches as f64)),
             format!("{:.2}", per_s(&|r| r.migrations as f64)),
             format!(
@@ -164,6 +164,43 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
         out.push_str(&n);
     }
     out
+}
+
+/// `policy: TASK (one run N s alone), … completed no run in the measurement window (W s)`, if
+/// any task of any repetition did not.
+fn missing_note(p: &PolicyRuns) -> Option<String> {
+    let first = p.runs.first()?;
+    let mut names: Vec<String> = Vec::new();
+    for r in &p.runs {
+        for m in r.summary().missing {
+            if !names.contains(&m) {
+                names.push(m);
+            }
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let runs: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let b = first.per_bench.iter().position(|x| &x.name == n);
+            match b.map(|b| first.solo_seconds[b]) {
+                Some(s) => format!("{n} (one run {s:.0} s alone)"),
+                None => n.to_string(),
+            }
+        })
+        .collect();
+    let window_s = (first.window.1 - first.window.0) / first.clock_hz;
+    let start_s = first.window.0 / first.clock_hz;
+    // A counted run starts and ends in the window: after the one under way when it opens.
+    let longest = first.solo_seconds.iter().copied().fold(0.0, f64::max);
+    Some(format!(
+        "{}: {} completed no run in the {window_s:.0} s measurement window (in at least one repetition), so no figure over every task is given; runs fit from a duration of about {:.0} s (more where tasks share CPUs)",
+        p.policy,
+        runs.join(", "),
+        start_s + 2.0 * longest
+    ))
 }
 
 /// Per-task PRs: one row per task, one column per policy (mean over repetitions).

@@ -240,7 +240,8 @@ fn optimal_is_never_beaten_on_small_sets() {
             config(Baseline::Linux24, 600.0, "2-3", 2),
         )
         .summary()
-        .system_speedup;
+        .system_speedup
+        .expect("every task completes runs");
         for p in [
             PolicyName::Naive,
             PolicyName::Basic,
@@ -251,7 +252,8 @@ fn optimal_is_never_beaten_on_small_sets() {
         ] {
             let s = run(&m, &mx, &set, p, config(Baseline::Linux24, 600.0, "2-3", 2))
                 .summary()
-                .system_speedup;
+                .system_speedup
+                .expect("every task completes runs");
             // Realising the schedule through goodness costs a few extra context switches, so a
             // policy that happens on the same co-schedule may edge ahead by a little.
             assert!(
@@ -311,6 +313,7 @@ fn estimating_every_tick_costs_what_it_is_told() {
         run(&m, &mx, &set, PolicyName::Fair, c)
             .summary()
             .system_speedup
+            .expect("every task completes runs")
     };
     let (free, paid) = (speedup(0.0), speedup(0.02));
     assert!((free - 2.0).abs() < 0.01, "{free}");

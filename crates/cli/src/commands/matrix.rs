@@ -26,6 +26,12 @@ pub fn run(a: MatrixArgs) -> Result<()> {
         names.iter().map(|w| workload(w)).collect::<Result<_>>()?;
     let refs: Vec<&dyn Workload> = profiles.iter().map(|p| p.as_ref()).collect();
     let proto = protocol(&a.sim, &m, a.rounds)?;
+    super::check_outputs([
+        a.output.as_deref(),
+        a.csv.as_deref(),
+        a.pairs_csv.as_deref(),
+        a.svg.as_deref(),
+    ])?;
     let runs = profiles.len() * 2 + profiles.len() * (profiles.len() + 1) / 2;
     let bar = counting_bar(runs as u64, "runs")?;
     bar.set_message(format!("{} pairs on {}", runs - profiles.len() * 2, m.name));

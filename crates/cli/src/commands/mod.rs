@@ -227,6 +227,50 @@ pub(crate) fn json_out<T: serde::Serialize>(value: &T) -> Result<()> {
     out(&(serde_json::to_string_pretty(value)? + "\n"))
 }
 
+/// Checks, before any work, that every output file given can be written: its directory exists
+/// and takes files, and it is not itself a directory. A long run must not end in "cannot write".
+pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>) -> Result<()> {
+    for p in paths.into_iter().flatten() {
+        if p.is_dir() {
+            return Err(bad_input(format!(
+                "{}: is a directory, not a file",
+                p.display()
+            )));
+        }
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(bad_input(format!(
+                "cannot write {}: no directory {}",
+                p.display(),
+                dir.display()
+            )));
+        }
+        if !writable_dir(dir) {
+            return Err(bad_input(format!(
+                "cannot write {}: {} does not take new files ({})",
+                p.display(),
+                dir.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether this process may create files in `dir` (access(2), which also answers for a
+/// read-only file system).
+fn writable_dir(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
 /// Writes an output file atomically, naming it in any error.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::ErrorKind::{InvalidInput, NotFound, PermissionDenied};

@@ -27,6 +27,7 @@ pub fn run(a: ReproduceArgs) -> Result<()> {
         )));
     }
     let e = load_experiment(name)?;
+    super::check_outputs([a.output.as_deref()])?;
     let o = run_one(e, &a, &Bars::default())?;
     if a.json {
         return json_out(&o.json);

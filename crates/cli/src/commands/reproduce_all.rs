@@ -6,15 +6,15 @@
 //! report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
 
 use super::reproduce::{run_one, run_options};
-use super::Bars;
-use rayon::prelude::*;
-use smtsched_experiments::experiment::Experiment;
 use super::sweep::{absolute, executable, write_script};
+use super::Bars;
 use super::{out, write_file};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
+use rayon::prelude::*;
 use serde::Serialize;
+use smtsched_experiments::experiment::Experiment;
 use smtsched_experiments::experiment::{load_experiment, EXPERIMENTS};
 use smtsched_experiments::run::{ClaimOutcome, Outcome};
 use smtsched_experiments::shards::Shard;
@@ -72,6 +72,7 @@ pub fn run(a: &ReproduceArgs) -> Result<()> {
     let output = a.output.as_deref();
     match (a.shard, output) {
         (Some(_), None) => return Err(bad_input("--shard needs -o FILE for its outcomes")),
+        (Some(_), Some(f)) if !f.is_dir() => super::check_outputs([Some(f)])?,
         (Some(_), Some(f)) if f.is_dir() => {
             return Err(bad_input(format!(
                 "-o {}: a directory; a shard writes one file",

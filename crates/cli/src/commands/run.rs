@@ -111,6 +111,13 @@ pub fn run(a: RunArgs) -> Result<()> {
         "up" => KernelBuild::Up,
         _ => KernelBuild::Smp,
     };
+    super::check_outputs([
+        a.timeline.as_deref(),
+        a.timeline_svg.as_deref(),
+        a.trace.as_deref(),
+        a.csv.as_deref(),
+        a.decisions.as_deref(),
+    ])?;
     let oracle = oracle(&a.oracle, &m, &set, a.seed, build)?;
     let mut cfg = SimConfig::new(baseline, a.duration, a.seed);
     cfg.hz = a.hz.unwrap_or(baseline.default_hz());

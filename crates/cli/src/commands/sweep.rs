@@ -69,6 +69,7 @@ pub fn run(a: SweepArgs) -> Result<()> {
             threads,
         } => {
             let sweep = load_sweep(&file)?;
+            super::check_outputs([output.as_deref()])?;
             let total = sweep.jobs_total();
             let mine = match shard {
                 Some(s) => s.size(total),

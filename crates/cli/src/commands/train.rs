@@ -242,6 +242,7 @@ fn read_windows(path: &Path) -> Result<WindowSet> {
 }
 
 fn windows(a: WindowsArgs) -> Result<()> {
+    super::check_outputs([a.output.as_deref()])?;
     let started = std::time::Instant::now();
     let set = if let Some(path) = &a.samples {
         let file = path.display().to_string();
@@ -347,6 +348,7 @@ fn simulated_windows(a: &WindowsArgs) -> Result<WindowSet> {
 }
 
 fn fit(a: FitArgs) -> Result<()> {
+    super::check_outputs([a.output.as_deref()])?;
     let file = a.windows.display().to_string();
     let set = read_windows(&a.windows)?;
     let features = parse_features(&a.features)?;
@@ -404,6 +406,7 @@ fn load_model(spec: &str) -> Result<LinearModel> {
 }
 
 fn validate_cmd(a: ValidateArgs) -> Result<()> {
+    super::check_outputs([a.svg.as_deref(), a.csv.as_deref()])?;
     let file = a.windows.display().to_string();
     let set = read_windows(&a.windows)?;
     let model = load_model(&a.model)?;
@@ -502,6 +505,7 @@ fn compare_cmd(a: CompareArgs) -> Result<()> {
 }
 
 fn ablation(a: AblationArgs) -> Result<()> {
+    super::check_outputs([a.output.as_deref()])?;
     let trained = load_model(&a.model)?;
     let estimators = [
         ("shipped", Estimator::Model(LinearModel::thesis_northwood())),

@@ -641,6 +641,11 @@ impl<'a> OsSim<'a> {
         self.metrics.clock_hz = self.machine.clock_ghz * 1e9;
         self.metrics.benches = self.specs.iter().map(|s| s.display_name()).collect();
         self.metrics.solo_seconds = self.solo_seconds.clone();
+        self.metrics.request_driven = self
+            .specs
+            .iter()
+            .map(|s| s.serves.is_some() || s.drives.is_some())
+            .collect();
         self.metrics.nice = self.specs.iter().map(|s| s.nice).collect();
         let mut next_tick = self.tick_cycles;
         let plan_period = match self.policy.linux24() {
