@@ -82,6 +82,15 @@ pub enum Command {
     ///
     /// Example: smtsched sweep run sweeps/l2-size.toml -o l2.json
     Sweep(crate::commands::sweep::SweepArgs),
+    /// Draw a saved PR matrix (a heatmap) or schedule timeline again, as SVG.
+    ///
+    /// Example: smtsched plot pairs.json -o pairs.svg
+    Plot(PlotArgs),
+    /// Compare two PR matrices (two machines, or simulated against measured): B − A per cell,
+    /// agreement, the largest differences.
+    ///
+    /// Example: smtsched diff northwood.json prescott.json --svg d.svg
+    Diff(DiffArgs),
     /// Print a shell completion script, generated from this command line's definition.
     ///
     /// Example: smtsched completions bash > /etc/bash_completion.d/smtsched
@@ -91,6 +100,32 @@ pub enum Command {
     ///
     /// Example: smtsched man -o /usr/local/share/man/man1
     Man(ManArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlotArgs {
+    /// A matrix file (`matrix -o`, `measure pairs -o`) or a timeline file (`run --timeline`).
+    pub file: PathBuf,
+    /// Write the SVG here (default: standard output).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// A timeline: the seconds drawn from the start of the measured window.
+    #[arg(long, default_value_t = 2.0, value_name = "S")]
+    pub seconds: f64,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// Matrix A (JSON, as `matrix -o` or `measure pairs -o` write it).
+    pub a: PathBuf,
+    /// Matrix B; differences are B − A.
+    pub b: PathBuf,
+    /// Write a heatmap of B − A.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -311,12 +346,14 @@ pub struct RunArgs {
     /// locked instructions) or `up` (they compile away), as Ruan et al.'s 1T-SMP and 1T-UP.
     #[arg(long, default_value = "smp", value_parser = ["smp", "up"])]
     pub kernel: String,
-    /// Estimator for the policies: `thesis` (the Northwood regression), `perfect` (the oracle's
-    /// true PR), `matrix:FILE` (a measured PR matrix looked up by each task's workload, as the
-    /// agent does without hardware counters), or a model FILE (JSON/TOML written by `smtsched
-    /// train fit`).
-    #[arg(long, default_value = "thesis")]
-    pub model: String,
+    /// Estimator for the policies: `machine` (the regression fitted on the machine simulated by
+    /// the thesis's method, `models/MACHINE.toml`; the default where one is shipped), `thesis`
+    /// (the published Northwood regression; the default elsewhere), `perfect` (the oracle's true
+    /// PR), `matrix:FILE` (a measured PR matrix looked up by each task's workload, as the agent
+    /// does without hardware counters), or a model FILE (JSON/TOML written by `smtsched train
+    /// fit`).
+    #[arg(long)]
+    pub model: Option<String>,
     /// Cost of one estimate as a fraction of a tick, 0 to 1 (the thesis measured ~2% per tick).
     #[arg(long, default_value_t = 0.02, value_parser = fraction)]
     pub estimate_cost: f64,
@@ -369,7 +406,9 @@ pub struct ReproduceArgs {
     pub duration: Option<f64>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Override the experiment's estimator: thesis, perfect or a model file.
+    /// Override the experiment's estimator: machine (fitted on the machine simulated, the
+    /// default where one is shipped), thesis (the published Northwood model), perfect or a
+    /// model file.
     #[arg(long)]
     pub model: Option<String>,
     /// Override the experiment's base scheduler: linux24 (the thesis's, steered through the

@@ -159,7 +159,8 @@ fn run_writes_a_timeline() {
     assert!(o.status.success());
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("t.json")).unwrap()).unwrap();
-    let switches = t.as_array().unwrap();
+    assert_eq!(t["format"], "smtsched-timeline/1");
+    let switches = t["switches"].as_array().unwrap();
     assert!(switches.len() > 100);
     // Only the two CPUs of package 1 are used.
     assert!(switches
@@ -274,8 +275,9 @@ fn run_writes_a_perfetto_trace() {
     let t: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("t.json")).unwrap()).unwrap();
     let ev = t["traceEvents"].as_array().unwrap();
-    let switches: Vec<serde_json::Value> =
+    let timeline: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("switches.json")).unwrap()).unwrap();
+    let switches = timeline["switches"].as_array().unwrap();
     // Every switch to a task opens a slice (the last ones are closed at the end).
     let to_task = switches.iter().filter(|s| !s["to"].is_null()).count();
     let slices: Vec<&serde_json::Value> = ev.iter().filter(|e| e["ph"] == "X").collect();

@@ -503,3 +503,107 @@ fn record_stops_valgrind_and_the_program_on_sigterm_and_sigkill() {
         }
     }
 }
+
+/// A wrapper script that execs the program (as `python3` often is, or `env`): the trace follows
+/// the exec and holds the program's instructions alone, as many as cachegrind counts for the
+/// same command followed the same way; a script that starts a program without exec cannot be
+/// traced as one process and is refused in one line, leaving no file.
+#[test]
+fn record_follows_an_exec_and_refuses_a_second_process() {
+    assert!(
+        have_valgrind(),
+        "valgrind is needed (Debian: apt-get install valgrind)"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("in.txt"), "b\na\nc\n").unwrap();
+    let script = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(d.join(name), format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(d.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script("wrap.sh", "exec sort \"$@\"");
+    let o = smtsched(
+        d,
+        &[
+            "trace",
+            "record",
+            "-o",
+            "w.smtt",
+            "--",
+            "./wrap.sh",
+            "in.txt",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout(&o), "a\nb\nc\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    // Valgrind names the program by the path the exec found.
+    assert!(
+        err.contains("followed the exec: ./wrap.sh in.txt -> /usr/bin/sort in.txt"),
+        "{err}"
+    );
+    let o = smtsched(d, &["trace", "info", "w.smtt", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let traced = v["summary"]["instructions"].as_u64().unwrap();
+    // Cachegrind on the same command, address randomisation off, following the exec: its Ir.
+    let cg = Command::new("setarch")
+        .args([
+            "-R",
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--trace-children=yes",
+        ])
+        .args([
+            "--cachegrind-out-file=cg.out.%p",
+            "-q",
+            "./wrap.sh",
+            "in.txt",
+        ])
+        .current_dir(d)
+        .output()
+        .unwrap();
+    assert!(
+        cg.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cg.stderr)
+    );
+    let summary = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("cg.out.")
+        })
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .find_map(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("summary: ").map(str::to_string))
+        })
+        .unwrap();
+    let ir: u64 = summary.split_whitespace().next().unwrap().parse().unwrap();
+    assert_eq!(
+        traced, ir,
+        "trace {traced} instructions, cachegrind Ir {ir}"
+    );
+    // A script that runs sort as a child process and then goes on.
+    script("fork.sh", "sort \"$@\"\nexit 0");
+    let o = smtsched(
+        d,
+        &[
+            "trace",
+            "record",
+            "--quiet",
+            "-o",
+            "f.smtt",
+            "--",
+            "./fork.sh",
+            "in.txt",
+        ],
+    );
+    assert_bad_input(&o, &["a second process", "record that program directly"]);
+    assert!(!d.join("f.smtt").exists());
+}

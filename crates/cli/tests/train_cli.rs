@@ -457,3 +457,68 @@ fn a_workload_named_with_a_comma_and_quotes_survives_windows_then_fit() {
     // Every window was read: 4 subjects x 3 backgrounds x 2 runs x 10 windows.
     assert!(stdout(&o).contains("240 windows"), "{}", stdout(&o));
 }
+
+/// The shipped estimator of a machine is what `train model` writes for it: regenerated here from
+/// nothing but the machine preset and the thesis's training programs, it equals the file byte
+/// for byte (northwood; the other presets' files come from the same function).
+#[test]
+fn the_shipped_northwood_estimator_is_regenerated_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = smtsched(
+        d,
+        &["train", "model", "--machine", "northwood", "-o", "n.toml"],
+    );
+    assert!(o.status.success(), "{}", util::stderr(&o));
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/northwood.toml");
+    assert_eq!(
+        std::fs::read_to_string(d.join("n.toml")).unwrap(),
+        std::fs::read_to_string(shipped).unwrap()
+    );
+}
+
+/// `run` uses the machine's fitted estimator by default, the published one on request, and the
+/// published one where no model was fitted (a preset changed with --set is another machine);
+/// asking for a fitted model there is refused with the reason.
+#[test]
+fn runs_use_the_estimator_fitted_on_the_machine_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let base = [
+        "run",
+        "-t",
+        "gzip-like,mcf-like,swim-like",
+        "-p",
+        "plan",
+        "--cpus",
+        "0,2",
+        "--duration",
+        "5",
+        "--stagger",
+        "1",
+    ];
+    let header = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let o = smtsched(d, &args);
+        assert!(o.status.success(), "{}", util::stderr(&o));
+        stdout(&o).lines().next().unwrap().to_string()
+    };
+    assert!(
+        header(&[]).ends_with("estimator fitted-northwood"),
+        "{}",
+        header(&[])
+    );
+    let thesis = header(&["--model", "thesis"]);
+    assert!(thesis.ends_with("estimator thesis-northwood"), "{thesis}");
+    let changed = header(&["--set", "cache.L2.size_bytes=1048576"]);
+    assert!(changed.ends_with("estimator thesis-northwood"), "{changed}");
+    let args: Vec<&str> = base
+        .iter()
+        .chain(&["--set", "cache.L2.size_bytes=1048576", "--model", "machine"])
+        .copied()
+        .collect();
+    assert_bad_input(
+        &smtsched(d, &args),
+        &["--model machine", "no estimator is fitted"],
+    );
+}

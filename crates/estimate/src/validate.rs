@@ -9,20 +9,7 @@ use serde::Serialize;
 use smtsched_report::Table;
 use std::collections::BTreeMap;
 
-/// Pearson's correlation coefficient (`NaN` when either side has no spread).
-pub fn correlation(x: &[f64], y: &[f64]) -> f64 {
-    assert_eq!(x.len(), y.len());
-    let n = x.len() as f64;
-    let mx = x.iter().sum::<f64>() / n;
-    let my = y.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (a, b) in x.iter().zip(y) {
-        sxy += (a - mx) * (b - my);
-        sxx += (a - mx) * (a - mx);
-        syy += (b - my) * (b - my);
-    }
-    sxy / (sxx * syy).sqrt()
-}
+pub use smtsched_report::stats::correlation;
 
 /// Mean error (estimate − measured) of a group of windows.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -40,9 +40,10 @@ pub struct Experiment {
     pub max_repetitions: Option<u32>,
     #[serde(default = "default_duration")]
     pub duration_s: f64,
-    /// `thesis`, `perfect`, or a model file.
-    #[serde(default = "default_estimator")]
-    pub estimator: String,
+    /// `machine`, `thesis`, `perfect`, or a model file; by default the estimator fitted on the
+    /// machine simulated where one is shipped, else `thesis`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimator: Option<String>,
     /// The task set (kind = "policies").
     #[serde(default, rename = "task")]
     pub tasks: Vec<smtsched_os::taskset::TaskSpec>,
@@ -200,9 +201,6 @@ fn default_repetitions() -> u32 {
 }
 fn default_duration() -> f64 {
     3600.0
-}
-fn default_estimator() -> String {
-    "thesis".into()
 }
 
 impl Experiment {

@@ -224,15 +224,9 @@ fn curves(rows: &[WindowRecord]) -> Curves {
 
 /// Pearson correlation (None when either side is constant).
 fn correlation(a: &[f64], b: &[f64]) -> Option<f64> {
-    let n = a.len().min(b.len()) as f64;
-    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        sab += (x - ma) * (y - mb);
-        saa += (x - ma).powi(2);
-        sbb += (y - mb).powi(2);
-    }
-    (saa > 0.0 && sbb > 0.0).then(|| sab / (saa * sbb).sqrt())
+    let n = a.len().min(b.len());
+    let r = smtsched_report::stats::correlation(&a[..n], &b[..n]);
+    r.is_finite().then_some(r)
 }
 
 /// Mean correlation over every unordered pair of `curves`.
@@ -406,6 +400,55 @@ pub fn estimator(
         heldout_estimates: est,
         metrics,
     })
+}
+
+/// The estimator of machine `m`, fitted by the thesis's own method (§3.4.1): windows of every
+/// ordered pair of the eight training programs (`WindowsSpec`'s defaults: 3 runs of 100 windows),
+/// least squares on the thesis's features, features dropped while one has p > 0.05. What
+/// `models/MACHINE.toml` holds and `smtsched train model` writes; seed 1 always, so it is a
+/// fixed function of the machine and the workloads.
+pub fn fit_machine_model(
+    m: &MachineModel,
+    progress: &(dyn Fn() + Sync),
+) -> Result<LinearModel, EstimateError> {
+    let spec = WindowsSpec::default();
+    let programs: Vec<WorkloadProfile> = spec
+        .train
+        .iter()
+        .map(|n| smtsched_model::load_workload(n, &[]))
+        .collect::<Result<_, _>>()
+        .map_err(|e| EstimateError::Invalid(e.to_string()))?;
+    let set = windows_of(m, &programs, &spec, MODEL_SEED, progress)?;
+    let features = parse_features("thesis")?;
+    let rule = SelectionRule::by_p_value(Some(spec.alpha));
+    let name = format!("fitted-{}", m.name);
+    let mut model = train(&set, "training windows", &features, rule, &name)?.model;
+    model.source = format!(
+        "the thesis's method (§3.4.1) on the simulated {}: windows of every ordered pair of {} \
+         ({} runs of {} windows of {} instructions after {}), least squares, features dropped \
+         at p > {}; regenerate with `smtsched train model --machine {} -o models/{}.toml`",
+        m.name,
+        spec.train.join(", "),
+        spec.runs,
+        spec.windows,
+        spec.instructions / spec.windows as u64,
+        spec.warmup_instructions,
+        spec.alpha,
+        m.name,
+        m.name
+    );
+    Ok(model)
+}
+
+/// The seed of every shipped model's windows.
+pub const MODEL_SEED: u64 = 1;
+
+/// Training windows: the number of simulation runs `fit_machine_model` makes (for a progress
+/// bar): every ordered pair of the training programs, `runs` times, plus their solo runs.
+pub fn model_runs() -> u64 {
+    let spec = WindowsSpec::default();
+    let n = spec.train.len() as u64;
+    n * (n - 1) * spec.runs as u64 + n
 }
 
 #[cfg(test)]

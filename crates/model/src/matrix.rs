@@ -93,6 +93,17 @@ pub enum MatrixError {
 }
 
 impl PrMatrix {
+    /// Reads and checks a matrix file (JSON, as `matrix -o` and `measure pairs -o` write it);
+    /// errors name the file.
+    pub fn read(path: &std::path::Path) -> Result<PrMatrix, MatrixError> {
+        let bad = |e: String| MatrixError::Invalid(format!("{}: {e}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let m: PrMatrix =
+            serde_json::from_str(&text).map_err(|e| bad(format!("not a PR matrix file: {e}")))?;
+        m.validate().map_err(|e| bad(e.to_string()))?;
+        Ok(m)
+    }
+
     /// PR of `subject` running with `background` (the thesis's (row, column) cell).
     pub fn pr(&self, subject: usize, background: usize) -> Option<f64> {
         self.pairs.iter().find_map(|p| {

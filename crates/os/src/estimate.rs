@@ -110,7 +110,39 @@ pub const FIXED_RESULT_SHIFT: u32 = 5;
 /// `estimate_fixed` treats rates as counts over 2^this cycles.
 const NOMINAL_INTERVAL_BITS: u32 = 23;
 
+/// The estimators fitted on the machine presets' simulations (`models/MACHINE.toml`, each written
+/// by `smtsched train model --machine MACHINE`).
+pub const FITTED_MODELS: &[(&str, &str)] = &[
+    ("northwood", include_str!("../../../models/northwood.toml")),
+    ("prescott", include_str!("../../../models/prescott.toml")),
+    ("xeon-ruan", include_str!("../../../models/xeon-ruan.toml")),
+    (
+        "xeon-ruan-l3",
+        include_str!("../../../models/xeon-ruan-l3.toml"),
+    ),
+    (
+        "smt2-modern",
+        include_str!("../../../models/smt2-modern.toml"),
+    ),
+    (
+        "smt8-redstone",
+        include_str!("../../../models/smt8-redstone.toml"),
+    ),
+    (
+        "cmt-fedorova",
+        include_str!("../../../models/cmt-fedorova.toml"),
+    ),
+];
+
 impl LinearModel {
+    /// The estimator fitted on `m`'s simulation, shipped for a machine preset used as it is (a
+    /// machine file, or a preset with `--set` overrides, is another machine).
+    pub fn fitted_for(m: &smtsched_model::MachineModel) -> Option<LinearModel> {
+        let (_, text) = FITTED_MODELS.iter().find(|(name, _)| *name == m.name)?;
+        let preset = smtsched_model::load_machine(&m.name, &[]).ok()?;
+        (preset == *m).then(|| LinearModel::parse(text, true).expect("a shipped model loads"))
+    }
+
     /// The thesis's Northwood model (Table 3.8, as used in §4.4.3 with L2_back dropped). Its
     /// features map onto the simulator's counters: trace-cache misses = level-1 instruction
     /// misses, L2 misses = last-level misses, x87 FP uops = FP operations.

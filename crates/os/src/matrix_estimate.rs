@@ -27,9 +27,7 @@ impl MatrixEstimates {
 
     /// Reads a matrix file (JSON, as `measure pairs -o` and `matrix -o` write it).
     pub fn load(path: &std::path::Path) -> Result<MatrixEstimates, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let matrix: PrMatrix = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not a PR matrix file: {e}", path.display()))?;
+        let matrix = PrMatrix::read(path).map_err(|e| e.to_string())?;
         MatrixEstimates::new(matrix).map_err(|e| format!("{}: {e}", path.display()))
     }
 

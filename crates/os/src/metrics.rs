@@ -12,7 +12,7 @@ pub struct RunRecord {
 }
 
 /// One context switch.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Switch {
     pub cycle: f64,
     pub cpu: usize,

@@ -2,12 +2,13 @@
 //! task and server tables, the timeline and the Perfetto trace. `smtsched run`, sweeps and the
 //! experiments (crate `smtsched-experiments`) all run task sets through [`simulate`].
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Switch};
 use crate::oracle::Oracle;
 use crate::policy::{PolicyInputs, PolicyName};
 use crate::sim::{OsSim, SimConfig};
 use crate::taskset::TaskSetSpec;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use smtsched_model::MachineModel;
 use smtsched_report::perfetto::{trace_json, CounterSample};
 use smtsched_report::stats::mean_sd;
@@ -267,9 +268,14 @@ pub fn server_table(results: &[PolicyRuns]) -> String {
 }
 
 /// The stretches each task held a CPU between `t0_s` and `t1_s` (seconds since the start),
-/// labelled "name (pid)".
-pub fn segments(r: &Metrics, t0_s: f64, t1_s: f64) -> Vec<Segment> {
-    let hz = r.clock_hz;
+/// labelled "name (pid)", from the context switches of a run that ended at `end_cycle`.
+pub fn segments(
+    switches: &[Switch],
+    clock_hz: f64,
+    end_cycle: f64,
+    t0_s: f64,
+    t1_s: f64,
+) -> Vec<Segment> {
     let mut open: std::collections::BTreeMap<usize, (f64, String)> = Default::default();
     let mut segs = Vec::new();
     let mut close = |lane: usize, start_s: f64, end_s: f64, label: String| {
@@ -283,8 +289,8 @@ pub fn segments(r: &Metrics, t0_s: f64, t1_s: f64) -> Vec<Segment> {
             });
         }
     };
-    for s in &r.timeline {
-        let t = s.cycle / hz;
+    for s in switches {
+        let t = s.cycle / clock_hz;
         if let Some((start, label)) = open.remove(&s.cpu) {
             close(s.cpu, start, t, label);
         }
@@ -293,30 +299,54 @@ pub fn segments(r: &Metrics, t0_s: f64, t1_s: f64) -> Vec<Segment> {
         }
     }
     for (cpu, (start, label)) in open {
-        close(cpu, start, r.window.1 / hz, label);
+        close(cpu, start, end_cycle / clock_hz, label);
     }
     segs
 }
 
-/// Timeline segments of the first `seconds` seconds after the window starts.
-pub fn timeline_svg_of(
-    r: &Metrics,
-    m: &MachineModel,
-    seconds: f64,
-    title: &str,
-) -> Result<String, String> {
-    let t0 = r.window.0 / r.clock_hz;
-    let t1 = t0 + seconds;
-    let segs = segments(r, t0, t1);
-    let lanes = m.logical_cpus() as usize;
-    let names: Vec<String> = (0..lanes).map(|c| format!("cpu {c}")).collect();
-    timeline_svg(&segs, lanes, &names, t0, t1, title)
+/// The `format` of a timeline file.
+pub const TIMELINE_FORMAT: &str = "smtsched-timeline/1";
+
+/// A run's schedule as `run --timeline` writes it and `plot` draws it again: every context
+/// switch, with what is needed to draw them (the CPUs, the clock, the window measured).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TimelineFile {
+    pub format: String,
+    pub title: String,
+    pub logical_cpus: usize,
+    pub clock_hz: f64,
+    /// The measured window, in cycles since the start.
+    pub window_cycles: (f64, f64),
+    pub switches: Vec<Switch>,
+}
+
+impl TimelineFile {
+    pub fn of(r: &Metrics, m: &MachineModel, title: &str) -> TimelineFile {
+        TimelineFile {
+            format: TIMELINE_FORMAT.into(),
+            title: title.into(),
+            logical_cpus: m.logical_cpus() as usize,
+            clock_hz: r.clock_hz,
+            window_cycles: r.window,
+            switches: r.timeline.clone(),
+        }
+    }
+
+    /// The first `seconds` seconds of the measured window as SVG.
+    pub fn svg(&self, seconds: f64) -> Result<String, String> {
+        let t0 = self.window_cycles.0 / self.clock_hz;
+        let t1 = t0 + seconds;
+        let segs = segments(&self.switches, self.clock_hz, self.window_cycles.1, t0, t1);
+        let names: Vec<String> = (0..self.logical_cpus).map(|c| format!("cpu {c}")).collect();
+        timeline_svg(&segs, self.logical_cpus, &names, t0, t1, &self.title)
+    }
 }
 
 /// The whole schedule as a Perfetto trace: a track per CPU, a slice per stretch a task ran, a
 /// counter track per task's PR estimates.
 pub fn perfetto_of(r: &Metrics, m: &MachineModel, title: &str) -> serde_json::Value {
-    let segs = segments(r, 0.0, r.window.1 / r.clock_hz);
+    let end_s = r.window.1 / r.clock_hz;
+    let segs = segments(&r.timeline, r.clock_hz, r.window.1, 0.0, end_s);
     let names: Vec<String> = (0..m.logical_cpus()).map(|c| format!("cpu {c}")).collect();
     let label: std::collections::BTreeMap<u32, String> = r
         .timeline

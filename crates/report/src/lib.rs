@@ -3,8 +3,11 @@
 
 pub mod bars;
 pub mod csv;
+pub mod diff;
+pub mod heatmap;
 pub mod lines;
 pub mod matrix;
+pub mod palette;
 pub mod perfetto;
 pub mod stats;
 pub mod table;

@@ -1,10 +1,10 @@
 //! Reports on a performance-ratio matrix: the thesis's summary statistics, a table, CSV, and an
 //! SVG heatmap in the style of thesis Fig. 3.3.
 
+use crate::heatmap::Heatmap;
+use crate::palette::Scale;
 use crate::stats::Summary;
 use crate::table::Table;
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::Serialize;
 use smtsched_model::PrMatrix;
 
@@ -70,10 +70,9 @@ pub fn short_name(name: &str) -> &str {
 /// The matrix as an aligned table: rows are subjects, columns backgrounds.
 pub fn render_grid(m: &PrMatrix) -> String {
     let names: Vec<&str> = m.workloads.iter().map(|w| short_name(w)).collect();
-    let width = 6;
     let mut t = Table::new(
         std::iter::once("subject \\ background".to_string())
-            .chain(names.iter().map(|n| n.chars().take(width).collect())),
+            .chain(names.iter().map(|n| n.to_string())),
     );
     for (i, row) in m.grid().iter().enumerate() {
         t.row(
@@ -90,8 +89,7 @@ pub fn render_grid(m: &PrMatrix) -> String {
 pub fn render_speedup_grid(m: &PrMatrix) -> String {
     let names: Vec<&str> = m.workloads.iter().map(|w| short_name(w)).collect();
     let mut t = Table::new(
-        std::iter::once("system speedup".to_string())
-            .chain(names.iter().map(|n| n.chars().take(6).collect())),
+        std::iter::once("system speedup".to_string()).chain(names.iter().map(|n| n.to_string())),
     );
     let n = names.len();
     let mut cell = vec![vec![None; n]; n];
@@ -173,89 +171,45 @@ pub fn pairs_csv(m: &PrMatrix) -> String {
     crate::csv::csv_text(&[], &["a", "b", "pr_a", "pr_b", "system_speedup"], rows)
 }
 
-/// Thesis Fig. 3.3 colours: red below 0.5 (worse than time-sharing), through amber, to green
-/// near 1.
-pub fn pr_colour(pr: f64) -> RGBColor {
-    let t = ((pr - 0.3) / 0.6).clamp(0.0, 1.0);
-    let hue = 120.0 * t; // degrees: 0 red, 60 yellow, 120 green
-    let (s, l) = (0.75, 0.5);
-    let c = (1.0 - (2.0 * l - 1.0_f64).abs()) * s;
-    let x = c * (1.0 - ((hue / 60.0) % 2.0 - 1.0).abs());
-    let m = l - c / 2.0;
-    let (r, g, b) = if hue < 60.0 { (c, x, 0.0) } else { (x, c, 0.0) };
-    let to = |v: f64| ((v + m) * 255.0).round() as u8;
-    RGBColor(to(r), to(g), to(b))
+/// The colour scale of every PR heatmap: fixed, so that heatmaps of two machines compare by eye;
+/// 0.25 (worse than time-sharing) to 1.0 (no slowdown).
+pub const PR_SCALE: Scale = Scale::Sequential {
+    min: 0.25,
+    max: 1.0,
+};
+
+/// A heatmap's title, from the matrix itself: what was measured, on what, placed how.
+pub fn matrix_title(m: &PrMatrix) -> String {
+    let what = if m.source == "measured" {
+        "Measured performance ratio"
+    } else {
+        "Performance ratio"
+    };
+    format!(
+        "{what}: {} workloads on {}, {} placement",
+        m.workloads.len(),
+        m.machine,
+        m.placement
+    )
 }
 
-/// An SVG heatmap of the matrix: a square per (subject row, background column) coloured by PR and
-/// labelled with its value.
-pub fn heatmap_svg(m: &PrMatrix, title: &str) -> Result<String, String> {
-    let n = m.workloads.len();
-    let cell = 34u32;
-    let left = 110u32;
-    let top = 120u32;
-    let size = (left + cell * n as u32 + 20, top + cell * n as u32 + 40);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let font = |px: u32| ("sans-serif", px).into_font();
-        root.draw(&Text::new(title.to_string(), (10, 18), font(16)))
-            .map_err(|e| e.to_string())?;
-        root.draw(&Text::new(
-            "subject (row) vs background (column)".to_string(),
-            (10, 38),
-            font(11),
-        ))
-        .map_err(|e| e.to_string())?;
-        let grid = m.grid();
-        for (i, name) in m.workloads.iter().enumerate() {
-            let y = top as i32 + (i as u32 * cell) as i32;
-            let x = left as i32 + (i as u32 * cell) as i32;
-            let label = short_name(name).to_string();
-            root.draw(&Text::new(
-                label.clone(),
-                (left as i32 - 6, y + cell as i32 / 2),
-                TextStyle::from(font(11)).pos(Pos::new(HPos::Right, VPos::Center)),
-            ))
-            .map_err(|e| e.to_string())?;
-            root.draw(&Text::new(
-                label,
-                (x + cell as i32 / 2, top as i32 - 6),
-                TextStyle::from(font(11).transform(FontTransform::Rotate270))
-                    .pos(Pos::new(HPos::Left, VPos::Center)),
-            ))
-            .map_err(|e| e.to_string())?;
-        }
-        for (i, row) in grid.iter().enumerate() {
-            for (j, c) in row.iter().enumerate() {
-                let x0 = left as i32 + (j as u32 * cell) as i32;
-                let y0 = top as i32 + (i as u32 * cell) as i32;
-                let (fill, text) = match c {
-                    Some(v) => (pr_colour(*v), format!("{v:.2}")),
-                    None => (RGBColor(220, 220, 220), String::new()),
-                };
-                root.draw(&Rectangle::new(
-                    [(x0, y0), (x0 + cell as i32, y0 + cell as i32)],
-                    fill.filled(),
-                ))
-                .map_err(|e| e.to_string())?;
-                root.draw(&Rectangle::new(
-                    [(x0, y0), (x0 + cell as i32, y0 + cell as i32)],
-                    WHITE.stroke_width(1),
-                ))
-                .map_err(|e| e.to_string())?;
-                root.draw(&Text::new(
-                    text,
-                    (x0 + cell as i32 / 2, y0 + cell as i32 / 2),
-                    TextStyle::from(font(10)).pos(Pos::new(HPos::Center, VPos::Center)),
-                ))
-                .map_err(|e| e.to_string())?;
-            }
-        }
-        root.present().map_err(|e| e.to_string())?;
+/// An SVG heatmap of the matrix in the layout of thesis Fig. 3.3: a cell per (subject row,
+/// background column) coloured by PR on a colour-blind-safe scale and labelled with its value.
+pub fn heatmap_svg(m: &PrMatrix) -> Result<String, String> {
+    Heatmap {
+        title: matrix_title(m),
+        subtitle: "each cell: the row workload's speed with the column workload beside it, as a \
+                   fraction of its speed alone"
+            .into(),
+        labels: &m.workloads,
+        cells: m.grid(),
+        scale: PR_SCALE,
+        scale_title: "performance ratio (0.5 = time-sharing)",
+        row_title: "subject",
+        column_title: "background",
+        cell_text: |v| format!("{v:.2}"),
     }
-    Ok(svg)
+    .svg()
 }
 
 #[cfg(test)]
@@ -311,24 +265,46 @@ mod tests {
     }
 
     #[test]
-    fn colours_run_from_red_to_green() {
-        let red = pr_colour(0.3);
-        let green = pr_colour(0.9);
-        assert!(red.0 > 150 && red.1 < 80, "{red:?}");
-        assert!(green.1 > 150 && green.0 < 80, "{green:?}");
-    }
-
-    #[test]
-    fn heatmap_has_one_square_and_label_per_cell() {
-        let svg = heatmap_svg(&two(), "t").unwrap();
+    fn heatmap_has_one_square_and_label_per_cell_and_full_names() {
+        let svg = heatmap_svg(&two()).unwrap();
         assert!(svg.starts_with("<svg"));
-        assert_eq!(
-            svg.matches("<rect").count(),
-            1 + 2 * 4,
-            "background + fill and border per cell"
-        );
+        // Background, fill and border per cell, 48 colour-bar bands and the bar's frame.
+        assert_eq!(svg.matches("<rect").count(), 1 + 2 * 4 + 48 + 1);
         for v in ["0.50", "0.70", "0.40", "0.80"] {
             assert!(svg.contains(&format!(">\n{v}\n</text>")), "missing {v}");
         }
+        // Names whole (twice each: row and column), the title from the matrix.
+        assert_eq!(svg.matches(">\nx-like\n</text>").count(), 2);
+        assert!(svg.contains("2 workloads on m, siblings placement"));
+    }
+
+    #[test]
+    fn the_canvas_grows_with_the_longest_name() {
+        let width = |svg: &str| -> u32 {
+            let w = svg.split("width=\"").nth(1).unwrap();
+            w[..w.find('"').unwrap()].parse().unwrap()
+        };
+        let mut m = two();
+        let short = heatmap_svg(&m).unwrap();
+        let height = |svg: &str| -> u32 {
+            let h = svg.split("height=\"").nth(1).unwrap();
+            h[..h.find('"').unwrap()].parse().unwrap()
+        };
+        m.workloads[1] = "a-workload-with-a-very-long-name".into();
+        let long = heatmap_svg(&m).unwrap();
+        // 32 characters at 11 px x 0.6 each: about 211 px more room than "x-like"'s 6, on the
+        // left for the row names and at the top for the rotated column names.
+        assert!(
+            height(&long) >= height(&short) + 150,
+            "{} {}",
+            height(&long),
+            height(&short)
+        );
+        assert!(
+            width(&long) >= width(&short),
+            "{} {}",
+            width(&long),
+            width(&short)
+        );
     }
 }

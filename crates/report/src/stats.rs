@@ -41,6 +41,41 @@ pub fn mean_sd(values: &[f64]) -> (f64, f64) {
     (mean, sd)
 }
 
+/// Pearson's correlation coefficient (`NaN` when either side has no spread).
+pub fn correlation(x: &[f64], y: &[f64]) -> f64 {
+    assert_eq!(x.len(), y.len());
+    let n = x.len() as f64;
+    let mx = x.iter().sum::<f64>() / n;
+    let my = y.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    sxy / (sxx * syy).sqrt()
+}
+
+/// Ranks from 1, ties given the mean of the ranks they span (for Spearman's coefficient).
+pub fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    order.sort_by(|&i, &j| x[i].total_cmp(&x[j]));
+    let mut r = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && x[order[j + 1]] == x[order[i]] {
+            j += 1;
+        }
+        let mean_rank = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &order[i..=j] {
+            r[k] = mean_rank;
+        }
+        i = j + 1;
+    }
+    r
+}
+
 impl Summary {
     /// Summarises `values`; `None` when there are none.
     pub fn of(values: &[f64]) -> Option<Summary> {

@@ -1,5 +1,6 @@
 //! A schedule timeline as SVG: one lane per logical CPU, a coloured bar per stretch a task ran.
 
+use crate::palette::{ink_on, text_width_px, CATEGORIES};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -12,24 +13,14 @@ pub struct Segment {
     pub label: String,
 }
 
-/// A distinct, stable colour for a label.
-fn colour(label: &str) -> RGBColor {
-    let mut h: u32 = 2166136261;
-    for b in label.bytes() {
-        h = (h ^ b as u32).wrapping_mul(16777619);
-    }
-    let hue = (h % 360) as f64;
-    let (c, x) = (0.6, 0.6 * (1.0 - ((hue / 60.0) % 2.0 - 1.0).abs()));
-    let (r, g, b) = match (hue / 60.0) as u32 {
-        0 => (c, x, 0.0),
-        1 => (x, c, 0.0),
-        2 => (0.0, c, x),
-        3 => (0.0, x, c),
-        4 => (x, 0.0, c),
-        _ => (c, 0.0, x),
-    };
-    let to = |v: f64| ((v + 0.3) * 255.0).min(255.0) as u8;
-    RGBColor(to(r), to(g), to(b))
+/// A colour per label, in the order of the sorted labels: distinct for up to 24 (beyond, the
+/// colours repeat and the label drawn in each bar wide enough tells them apart).
+fn colours<'a>(labels: &[&'a str]) -> std::collections::BTreeMap<&'a str, RGBColor> {
+    labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (*l, CATEGORIES[i % CATEGORIES.len()]))
+        .collect()
 }
 
 /// Renders `segments` on `lanes` lanes between `t0_s` and `t1_s`.
@@ -45,7 +36,17 @@ pub fn timeline_svg(
     let mut labels: Vec<&str> = segments.iter().map(|s| s.label.as_str()).collect();
     labels.sort();
     labels.dedup();
-    let legend_rows = labels.len().div_ceil(6) as u32;
+    let colour = colours(&labels);
+    // The legend: as many columns as the longest label allows.
+    let entry_w = 16
+        + labels
+            .iter()
+            .map(|l| text_width_px(l, 11))
+            .max()
+            .unwrap_or(0)
+        + 14;
+    let per_row = ((w - left - 20) / entry_w).max(1) as usize;
+    let legend_rows = labels.len().div_ceil(per_row) as u32;
     let h = top + lanes as u32 * lane_h + 40 + legend_rows * 18;
     let mut svg = String::new();
     {
@@ -82,11 +83,21 @@ pub fn timeline_svg(
         {
             let y = (top + s.lane as u32 * lane_h) as i32;
             let (x0, x1) = (x_of(s.start_s), x_of(s.end_s).max(x_of(s.start_s) + 1));
+            let fill = colour[s.label.as_str()];
             root.draw(&Rectangle::new(
                 [(x0, y + 4), (x1, y + lane_h as i32 - 4)],
-                colour(&s.label).filled(),
+                fill.filled(),
             ))
             .map_err(|e| e.to_string())?;
+            if (x1 - x0) as u32 > text_width_px(&s.label, 10) + 4 {
+                let ink = ink_on(fill);
+                let style = TextStyle::from(font(10))
+                    .color(&ink)
+                    .pos(Pos::new(HPos::Center, VPos::Center));
+                let centre = ((x0 + x1) / 2, y + lane_h as i32 / 2);
+                root.draw(&Text::new(s.label.clone(), centre, style))
+                    .map_err(|e| e.to_string())?;
+            }
         }
         let axis_y = (top + lanes as u32 * lane_h + 14) as i32;
         for k in 0..=4 {
@@ -99,14 +110,14 @@ pub fn timeline_svg(
             .map_err(|e| e.to_string())?;
         }
         for (i, l) in labels.iter().enumerate() {
-            let (row, col) = (i / 6, i % 6);
+            let (row, col) = (i / per_row, i % per_row);
             let (x, y) = (
-                left as i32 + col as i32 * 150,
+                left as i32 + (col as u32 * entry_w) as i32,
                 axis_y + 20 + row as i32 * 18,
             );
             root.draw(&Rectangle::new(
                 [(x, y - 6), (x + 12, y + 6)],
-                colour(l).filled(),
+                colour[l].filled(),
             ))
             .map_err(|e| e.to_string())?;
             root.draw(&Text::new(
@@ -143,5 +154,27 @@ mod tests {
         // Background + 2 lane backgrounds + 3 visible bars + 3 legend swatches.
         assert_eq!(svg.matches("<rect").count(), 1 + 2 + 3 + 3);
         assert!(svg.contains("cpu 3") && svg.contains("gzip"));
+    }
+
+    #[test]
+    fn twenty_four_tasks_get_twenty_four_colours_and_long_bars_their_names() {
+        let segs: Vec<Segment> = (0..24)
+            .map(|i| Segment {
+                lane: i % 2,
+                start_s: (i / 2) as f64,
+                end_s: (i / 2 + 1) as f64,
+                label: format!("task-{i:02} ({i})"),
+            })
+            .collect();
+        let svg =
+            timeline_svg(&segs, 2, &["cpu 0".into(), "cpu 1".into()], 0.0, 12.0, "t").unwrap();
+        let fills: std::collections::BTreeSet<&str> = svg
+            .split("<rect")
+            .skip(4) // the background and the two lanes
+            .filter_map(|r| r.split("fill=\"").nth(1)?.split('"').next())
+            .collect();
+        assert_eq!(fills.len(), 24, "{fills:?}");
+        // Each bar is 1/12 of about 900 px wide: room for its label (twice: bar and legend).
+        assert_eq!(svg.matches(">\ntask-07 (7)\n</text>").count(), 2);
     }
 }

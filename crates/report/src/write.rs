@@ -132,6 +132,22 @@ impl AtomicFile {
         &self.target
     }
 
+    /// Discards everything written so far, to start again (a trace whose program exec'd another).
+    /// A device or FIFO cannot take back what it was given: an `Unsupported` error.
+    pub fn rewind(&mut self) -> std::io::Result<()> {
+        if self.tmp.is_none() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "a device or FIFO cannot be rewound",
+            ));
+        }
+        let out = self.out.as_mut().expect("open");
+        out.flush()?;
+        let f = out.get_mut();
+        f.set_len(0)?;
+        std::io::Seek::rewind(f)
+    }
+
     /// Flushes, syncs and renames the file into place (a device or FIFO: flushes); on failure
     /// the temporary file is removed.
     pub fn commit(mut self) -> std::io::Result<()> {

@@ -519,24 +519,46 @@ pub struct TraceWriter<W: Write> {
     prev_plain: bool,
 }
 
+impl<W: crate::output::Rewind> TraceWriter<W> {
+    /// Discards everything written and starts an empty trace on the same output.
+    pub fn restart(&mut self) -> std::io::Result<()> {
+        self.out.rewind()?;
+        self.start()
+    }
+}
+
 impl<W: Write> TraceWriter<W> {
     /// Starts a trace (writes the header).
-    pub fn new(mut out: W) -> std::io::Result<Self> {
-        let mut header = Vec::with_capacity(HEADER_BYTES as usize);
-        header.extend_from_slice(&MAGIC);
-        header.extend_from_slice(&VERSION.to_le_bytes());
-        header.extend_from_slice(&0u32.to_le_bytes());
-        out.write_all(&header)?;
-        Ok(TraceWriter {
+    pub fn new(out: W) -> std::io::Result<Self> {
+        let mut w = TraceWriter {
             out,
-            offset: HEADER_BYTES,
+            offset: 0,
             chunk: ChunkBuilder::default(),
             index: Vec::new(),
             summary: Summary::default(),
             pending: None,
             prev_end: None,
             prev_plain: true,
-        })
+        };
+        w.start()?;
+        Ok(w)
+    }
+
+    /// Writes the header and sets every field but the output to an empty trace's.
+    fn start(&mut self) -> std::io::Result<()> {
+        let mut header = Vec::with_capacity(HEADER_BYTES as usize);
+        header.extend_from_slice(&MAGIC);
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        self.out.write_all(&header)?;
+        self.offset = HEADER_BYTES;
+        self.chunk = ChunkBuilder::default();
+        self.index.clear();
+        self.summary = Summary::default();
+        self.pending = None;
+        self.prev_end = None;
+        self.prev_plain = true;
+        Ok(())
     }
 
     /// Instructions written so far (including one whose accesses may still come).

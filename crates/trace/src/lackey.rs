@@ -4,12 +4,15 @@
 //! Lackey writes one line per executed instruction (`I  04000b70,3`) and one per data access
 //! (` L 1ffefff9a8,8`, ` S …`, ` M …` for a modify), each access after its instruction. Valgrind's
 //! own messages (`==PID== …`, `--PID-- …`, `**PID** …`) are skipped; anything else is an error that
-//! names the line.
+//! names the line. A process that execs another program (a wrapper script, `env`) starts a new
+//! `Command:` under `--trace-children=yes`: the trace starts again there and holds the last
+//! program; a second process in the log is refused (its lines cannot be told apart).
 
 use crate::error::{Result, TraceError};
 use crate::format::{AccessKind, FeedError, TraceWriter};
+use crate::output::Rewind;
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What an import read.
@@ -23,6 +26,9 @@ pub struct ImportStats {
     pub stopped_at_limit: bool,
     /// The last few valgrind messages (to explain a failed run).
     pub messages: Vec<String>,
+    /// The command of each program the process ran, in order (valgrind's `Command:` lines):
+    /// more than one when it exec'd another (a wrapper script, `env`); the trace holds the last.
+    pub programs: Vec<String>,
 }
 
 const BLOCK_BYTES: usize = 1 << 20;
@@ -41,12 +47,15 @@ enum Stop {
     Write(std::io::Error),
 }
 
-struct Parser<'w, W: Write> {
+struct Parser<'w, W: Rewind> {
     writer: &'w mut TraceWriter<W>,
     limit: u64,
     line: u64,
     accesses: u64,
     messages: VecDeque<String>,
+    /// The process traced: the PID of the log's first valgrind message.
+    pid: Option<u64>,
+    programs: Vec<String>,
 }
 
 static HEX: [u8; 256] = {
@@ -103,17 +112,26 @@ fn addr_size(b: &[u8], mut p: usize) -> Option<(u64, u64, usize)> {
     (b.get(p) == Some(&b'\n')).then_some((addr, size, p + 1))
 }
 
-/// Whether `line` is a valgrind message: `==123==`, `--123--` or `**123**` then anything.
-fn is_message(line: &[u8]) -> bool {
+/// If `line` is a valgrind message (`==123==`, `--123--` or `**123**` then anything): its PID
+/// and the text after the prefix.
+fn message(line: &[u8]) -> Option<(u64, &[u8])> {
     if line.len() < 4 {
-        return false;
+        return None;
     }
     let m = line[0];
     if !matches!(m, b'=' | b'-' | b'*') || line[1] != m {
-        return false;
+        return None;
     }
     let digits = line[2..].iter().take_while(|c| c.is_ascii_digit()).count();
-    digits > 0 && line.get(2 + digits) == Some(&m) && line.get(3 + digits) == Some(&m)
+    let closed = line.get(2 + digits) == Some(&m) && line.get(3 + digits) == Some(&m);
+    if digits == 0 || digits > 18 || !closed {
+        return None;
+    }
+    let pid = std::str::from_utf8(&line[2..2 + digits])
+        .ok()?
+        .parse()
+        .ok()?;
+    Some((pid, line[4 + digits..].trim_ascii()))
 }
 
 fn shown(line: &[u8]) -> String {
@@ -126,7 +144,7 @@ fn shown(line: &[u8]) -> String {
     }
 }
 
-impl<W: Write> Parser<'_, W> {
+impl<W: Rewind> Parser<'_, W> {
     /// Parses the complete lines in `b` (which ends with '\n').
     fn block(&mut self, b: &[u8]) -> Result<(), Stop> {
         let mut p = 0;
@@ -178,20 +196,47 @@ impl<W: Write> Parser<'_, W> {
             .map_or(b.len(), |i| p + i);
         let line = &b[p..end];
         let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
-        if is_message(trimmed) {
+        if let Some((pid, body)) = message(trimmed) {
+            self.note(pid, body)
+                .map_err(|reason| self.error(b, p, &reason))?;
             if self.messages.len() == KEPT_MESSAGES {
                 self.messages.pop_front();
             }
-            let text = shown(trimmed);
-            // Skip the prefix `==PID== `.
-            let body = text.split_once(' ').map_or("", |x| x.1).trim().to_string();
-            if !body.is_empty() {
-                self.messages.push_back(body);
+            let text = shown(body);
+            if !text.is_empty() {
+                self.messages.push_back(text);
             }
         } else if !trimmed.is_empty() {
             return Err(self.error(b, p, "not a lackey trace line or valgrind message"));
         }
         Ok(end + 1)
+    }
+
+    /// A valgrind message of process `pid`. Another process's messages mean a child process runs
+    /// under valgrind too and its trace lines would mix with the first's (lackey's lines name no
+    /// process): refused. A new `Command:` of the same process is an exec: the trace so far (the
+    /// wrapper's) is discarded, so that it holds the program the wrapper ran.
+    fn note(&mut self, pid: u64, body: &[u8]) -> Result<(), String> {
+        let first = *self.pid.get_or_insert(pid);
+        if pid != first {
+            return Err(format!(
+                "a second process (valgrind's {pid}) writes to the log of process {first}: the \
+                 program started another program (not by exec); a trace follows one process, so \
+                 record that program directly"
+            ));
+        }
+        let Some(command) = body.strip_prefix(b"Command: ") else {
+            return Ok(());
+        };
+        if !self.programs.is_empty() {
+            self.writer.restart().map_err(|e| {
+                format!("the program exec'd another, and the trace cannot start again: {e}")
+            })?;
+            self.accesses = 0;
+        }
+        self.programs
+            .push(String::from_utf8_lossy(command).into_owned());
+        Ok(())
     }
 
     fn error(&self, b: &[u8], p: usize, reason: &str) -> Stop {
@@ -211,7 +256,7 @@ impl<W: Write> Parser<'_, W> {
 /// `output` the trace being written; `limit`
 /// stops after that many instructions (the rest of the input is left unread); `interrupted` is
 /// polled between blocks.
-pub fn import_lackey<R: Read, W: Write>(
+pub fn import_lackey<R: Read, W: Rewind>(
     mut input: R,
     origin: &str,
     output: &str,
@@ -225,6 +270,8 @@ pub fn import_lackey<R: Read, W: Write>(
         line: 0,
         accesses: 0,
         messages: VecDeque::new(),
+        pid: None,
+        programs: Vec::new(),
     };
     let mut buf = vec![0u8; BLOCK_BYTES];
     let mut filled = 0usize;
@@ -311,6 +358,7 @@ pub fn import_lackey<R: Read, W: Write>(
     stats.instructions = parser.writer.instructions();
     stats.accesses = parser.accesses;
     stats.messages = parser.messages.into_iter().collect();
+    stats.programs = parser.programs;
     Ok(stats)
 }
 

@@ -33,6 +33,31 @@ impl AtomicFile {
     }
 }
 
+/// An output that can discard what it was given and start again: a trace restarts when the
+/// program traced execs another (a wrapper script, `env`), so that it holds the last program only.
+pub trait Rewind: Write {
+    fn rewind(&mut self) -> std::io::Result<()>;
+}
+
+impl Rewind for AtomicFile {
+    fn rewind(&mut self) -> std::io::Result<()> {
+        self.inner.rewind()
+    }
+}
+
+impl<T: Rewind + ?Sized> Rewind for &mut T {
+    fn rewind(&mut self) -> std::io::Result<()> {
+        (**self).rewind()
+    }
+}
+
+impl Rewind for Vec<u8> {
+    fn rewind(&mut self) -> std::io::Result<()> {
+        self.clear();
+        Ok(())
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.inner.write(buf)

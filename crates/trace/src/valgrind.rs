@@ -156,6 +156,7 @@ pub fn record(
     let log_fd = std::os::fd::AsRawFd::as_raw_fd(&writer);
     let mut cmd = Command::new(vg);
     cmd.args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
+        .args(FOLLOW_EXEC)
         .args(&opts.command)
         .stdin(opts.output.stdio())
         .stdout(opts.output.stdio())
@@ -517,6 +518,11 @@ impl CachegrindCounts {
     }
 }
 
+/// Valgrind follows the program into whatever it execs (a wrapper script, `env`), so that a trace
+/// and cachegrind's counts are of the program finally run; a child it forks stays silent until
+/// it execs (and is then refused by the lackey import: its lines would mix with the first's).
+const FOLLOW_EXEC: [&str; 2] = ["--trace-children=yes", "--child-silent-after-fork=yes"];
+
 /// Runs `command` under `valgrind --tool=cachegrind --cache-sim=yes` with the given caches and
 /// address randomisation off; returns its totals.
 pub fn run_cachegrind(
@@ -541,21 +547,27 @@ pub fn run_cachegrind(
         .arg(format!("--I1={}", caches.i1.arg()))
         .arg(format!("--D1={}", caches.d1.arg()))
         .arg(format!("--LL={}", caches.ll.arg()))
-        .arg(format!("--cachegrind-out-file={}", out_file.display()))
+        // One file per process: the one traced is the one valgrind started as (its PID).
+        .arg(format!("--cachegrind-out-file={}.%p", out_file.display()))
+        .args(FOLLOW_EXEC)
         .arg("-q")
         .args(command)
         .stdin(output.stdio())
         .stdout(output.stdio())
         .stderr(output.stdio());
     no_aslr(&mut cmd);
-    let status = cmd.status().map_err(|e| {
+    let status = cmd.spawn().and_then(|mut child| {
+        let pid = child.id();
+        child.wait().map(|status| (status, pid))
+    });
+    let status = status.map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             TraceError::ValgrindMissing
         } else {
             TraceError::Invalid(format!("cannot start valgrind: {e}"))
         }
     });
-    let result = status.and_then(|status| {
+    let result = status.and_then(|(status, pid)| {
         if !status.success() {
             return Err(TraceError::CommandFailed {
                 command: command.join(" "),
@@ -563,6 +575,7 @@ pub fn run_cachegrind(
                 detail: String::new(),
             });
         }
+        let out_file = out_file.with_extension(format!("out.{pid}"));
         let text =
             std::fs::read_to_string(&out_file).map_err(|e| TraceError::read(&out_file, e))?;
         CachegrindCounts::parse(&text)

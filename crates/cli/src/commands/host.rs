@@ -973,8 +973,7 @@ fn write_outputs(a: &PairsArgs, m: &Measurement) -> Result<()> {
     // Render everything first, so that a failure leaves no partial set of files.
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     for x in &m.matrices {
-        let title = format!("Measured PR, {}", x.placement);
-        files.extend(wanted.render(x, &title, |p| per_placement(p, x.placement, several))?);
+        files.extend(wanted.render(x, |p| per_placement(p, x.placement, several))?);
     }
     for (path, text) in files {
         write_file(&path, text.as_bytes())?;

@@ -52,13 +52,7 @@ pub fn run(a: MatrixArgs) -> Result<()> {
         pairs_csv: a.pairs_csv.as_deref(),
         svg: a.svg.as_deref(),
     };
-    let title = format!(
-        "Performance ratio, {} on {} ({})",
-        names.len(),
-        m.name,
-        placement
-    );
-    for (path, text) in files.render(&matrix, &title, std::path::Path::to_path_buf)? {
+    for (path, text) in files.render(&matrix, std::path::Path::to_path_buf)? {
         write_file(&path, text.as_bytes())?;
     }
     if a.json {

@@ -8,6 +8,7 @@ mod describe;
 mod docs;
 pub mod host;
 mod matrix;
+mod plot;
 mod reproduce;
 mod reproduce_all;
 mod run;
@@ -125,12 +126,11 @@ pub(crate) struct MatrixFiles<'a> {
 }
 
 impl MatrixFiles<'_> {
-    /// The text of every file asked for, at `path(file)`, with `title` on the heatmap; nothing is
-    /// written, so that a failure leaves no partial set of files.
+    /// The text of every file asked for, at `path(file)`; nothing is written, so that a failure
+    /// leaves no partial set of files.
     pub fn render(
         &self,
         x: &smtsched_model::PrMatrix,
-        title: &str,
         path: impl Fn(&Path) -> std::path::PathBuf,
     ) -> Result<Vec<(std::path::PathBuf, String)>> {
         use smtsched_report::matrix::{grid_csv, heatmap_svg, pairs_csv};
@@ -145,7 +145,7 @@ impl MatrixFiles<'_> {
             files.push((path(p), pairs_csv(x)));
         }
         if let Some(p) = self.svg {
-            files.push((path(p), heatmap_svg(x, title).map_err(anyhow::Error::msg)?));
+            files.push((path(p), heatmap_svg(x).map_err(anyhow::Error::msg)?));
         }
         Ok(files)
     }
@@ -168,6 +168,8 @@ pub fn run(command: Command) -> Result<()> {
         Command::Train(a) => train::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Agent(a) => agent::run(a),
+        Command::Plot(a) => plot::plot(a),
+        Command::Diff(a) => plot::diff(a),
         Command::Completions(a) => docs::completions(a),
         Command::Man(a) => docs::man(a),
     }

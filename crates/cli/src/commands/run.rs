@@ -9,7 +9,7 @@ use smtsched_model::{expand_workload_list, CpuSet, PrMatrix};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
 use smtsched_os::policy::DecisionRecord;
 use smtsched_os::runs::{
-    perfetto_of, policy_table, server_table, simulate, task_table, timeline_svg_of,
+    perfetto_of, policy_table, server_table, simulate, task_table, TimelineFile,
 };
 use smtsched_os::sim::{Baseline, Corunners, Estimator, SimConfig};
 use smtsched_os::taskset::{load_taskset, TaskSetSpec};
@@ -33,9 +33,9 @@ pub fn load_linear_model(file: &str) -> Result<LinearModel> {
     LinearModel::load(Path::new(file)).map_err(|e| bad_input(format!("--model {e}")))
 }
 
-/// `--model`: thesis, perfect, matrix:FILE or a model file.
-pub fn estimator(model: &str) -> Result<Estimator> {
-    Estimator::from_spec(model).map_err(|e| bad_input(format!("--model {e}")))
+/// `--model`: machine, thesis, perfect, matrix:FILE or a model file (for runs on `machine`).
+pub fn estimator(model: &str, machine: Option<&smtsched_model::MachineModel>) -> Result<Estimator> {
+    Estimator::from_spec(model, machine).map_err(|e| bad_input(format!("--model {e}")))
 }
 
 /// The oracle a run uses, for the workloads of `set` (oracle workload `i` = task `i`, then the
@@ -123,7 +123,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     cfg.hz = a.hz.unwrap_or(baseline.default_hz());
     cfg.stagger_s = a.stagger;
     cfg.cpus = cpus;
-    cfg.estimator = estimator(&a.model)?;
+    let model = a.model.as_deref().unwrap_or(Estimator::default_spec(&m));
+    cfg.estimator = estimator(model, Some(&m))?;
     cfg.estimate_cost_ticks = a.estimate_cost;
     cfg.record_timeline = a.timeline.is_some() || a.timeline_svg.is_some() || a.trace.is_some();
     cfg.record_periods = a.decisions.is_some();
@@ -145,22 +146,28 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
     })?;
     let elapsed = started.elapsed().as_secs_f64();
+    let title = format!(
+        "{} on {}, CPUs {}, {} baseline",
+        results[0].policy,
+        m.name,
+        a.cpus.as_deref().unwrap_or("all"),
+        a.baseline
+    );
+    let timeline = TimelineFile::of(&results[0].runs[0], &m, &title);
     if let Some(p) = &a.timeline {
         write_file(
             p,
-            (serde_json::to_string_pretty(&results[0].runs[0].timeline)? + "\n").as_bytes(),
+            (serde_json::to_string_pretty(&timeline)? + "\n").as_bytes(),
         )?;
     }
     if let Some(p) = &a.timeline_svg {
-        let r = &results[0].runs[0];
-        let title = format!("{} on {} ({})", results[0].policy, m.name, a.baseline);
-        let svg = timeline_svg_of(r, &m, a.timeline_seconds, &title).map_err(anyhow::Error::msg)?;
+        let svg = timeline
+            .svg(a.timeline_seconds)
+            .map_err(anyhow::Error::msg)?;
         write_file(p, svg.as_bytes())?;
     }
     if let Some(p) = &a.trace {
-        let r = &results[0].runs[0];
-        let title = format!("{} on {} ({})", results[0].policy, m.name, a.baseline);
-        let trace = perfetto_of(r, &m, &title);
+        let trace = perfetto_of(&results[0].runs[0], &m, &title);
         write_file(p, (serde_json::to_string(&trace)? + "\n").as_bytes())?;
     }
     if let Some(p) = &a.decisions {
@@ -216,7 +223,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     let sims = results.len() as f64 * a.repeat as f64;
     out(&format!(
-        "{} tasks on {} (CPUs {}), {} baseline, {} s simulated x {} repetition(s), oracle {}\n{:.1} s in all; {:.2} s per simulation once the oracle was warm ({} on this host)\n\n",
+        "{} tasks on {} (CPUs {}), {} baseline, {} s simulated x {} repetition(s), oracle {}, {}\n{:.1} s in all; {:.2} s per simulation once the oracle was warm ({} on this host)\n\n",
         set.tasks.len(),
         m.name,
         a.cpus.as_deref().unwrap_or("all"),
@@ -224,6 +231,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         a.duration,
         a.repeat,
         oracle.describe(),
+        cfg.estimator.describe(),
         elapsed,
         // The simulations ran in parallel, as many at once as there are threads (or fewer).
         results[0].wall_seconds * (rayon::current_num_threads() as f64).min(sims) / sims,

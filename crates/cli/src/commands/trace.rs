@@ -234,9 +234,16 @@ fn run_record(
             "file": output.display().to_string(), "command": opts.command,
             "summary": s, "file_bytes": r.file_bytes, "lackey_lines": r.import.lines,
             "stopped_at_limit": r.import.stopped_at_limit, "seconds": secs,
+            "programs": r.import.programs,
         }));
     }
     // The program may write to stdout: our report goes to stderr.
+    if r.import.programs.len() > 1 {
+        eprintln!(
+            "followed the exec: {} (the trace is of the last)",
+            r.import.programs.join(" -> ")
+        );
+    }
     eprintln!(
         "recorded {} instructions ({} loads, {} stores, {} modifies) of `{}` into {}{}\n{} bytes ({:.0} bytes per million instructions); {} lackey lines in {:.1} s",
         s.instructions,

@@ -68,6 +68,23 @@ pub enum TrainAction {
     ///
     /// Example: smtsched train ablation --model northwood.toml
     Ablation(AblationArgs),
+    /// The estimator of a machine, fitted by the thesis's method (§3.4.1) on its simulation:
+    /// training windows of the thesis's eight programs (3 runs of 100 windows each ordered
+    /// pair), least squares, features dropped at p > 0.05, seed 1. `models/MACHINE.toml` is this
+    /// command's output, and `run` and `reproduce` use it by default (`--model machine`).
+    ///
+    /// Example: smtsched train model --machine northwood -o models/northwood.toml
+    Model(ModelArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ModelArgs {
+    /// Machine preset or TOML file.
+    #[arg(long, short = 'm', default_value = "northwood")]
+    pub machine: String,
+    /// Write the model here (TOML; default: standard output).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -219,6 +236,25 @@ pub fn run(a: TrainArgs) -> Result<()> {
         TrainAction::Validate(a) => validate_cmd(a),
         TrainAction::Compare(a) => compare_cmd(a),
         TrainAction::Ablation(a) => ablation(a),
+        TrainAction::Model(a) => machine_model(a),
+    }
+}
+
+fn machine_model(a: ModelArgs) -> Result<()> {
+    super::check_outputs([a.output.as_deref()])?;
+    let m = super::machine(&a.machine, &[])?;
+    let bar = super::counting_bar(smtsched_experiments::windows::model_runs(), "runs")?;
+    bar.set_message(format!("training windows on {}", m.name));
+    let model = smtsched_experiments::windows::fit_machine_model(&m, &|| bar.inc(1))?;
+    bar.finish_and_clear();
+    let text = format!(
+        "# The PR estimator of the simulated {}, written by `smtsched train model`.\n{}",
+        m.name,
+        toml::to_string_pretty(&model).context("cannot write the model as TOML")?
+    );
+    match &a.output {
+        Some(p) => write_file(p, text.as_bytes()),
+        None => out(&text),
     }
 }
 
@@ -397,7 +433,7 @@ fn model_text(m: &LinearModel, path: &Path) -> Result<String> {
 
 /// The linear model `--model` names, through the loader `run` and `reproduce` use.
 fn load_model(spec: &str) -> Result<LinearModel> {
-    match estimator(spec)? {
+    match estimator(spec, None)? {
         Estimator::Model(m) => Ok(m),
         Estimator::Perfect | Estimator::Matrix(_) => Err(bad_input(format!(
             "--model {spec}: not a counter model; name a model file or thesis"

@@ -19,9 +19,13 @@ pub(super) fn run(
 ) -> Result<KindOutcome, RunError> {
     let set = e.task_set();
     let mut cfg = sim_config(e, o)?;
-    let spec = o.estimator.as_deref().unwrap_or(&e.estimator);
-    cfg.estimator =
-        Estimator::from_spec(spec).map_err(|err| RunError::Bad(format!("--model {err}")))?;
+    let spec = o
+        .estimator
+        .as_deref()
+        .or(e.estimator.as_deref())
+        .unwrap_or(Estimator::default_spec(m));
+    cfg.estimator = Estimator::from_spec(spec, Some(m))
+        .map_err(|err| RunError::Bad(format!("--model {err}")))?;
     let oracle = SimulatedOracle::for_set(m, &set, o.seed, KernelBuild::Smp)?;
     let results = runs_until_decided(e, m, &oracle, &cfg, o, p)?;
     let claims: Vec<ClaimOutcome> = e
@@ -48,14 +52,15 @@ pub(super) fn run(
         "claims": e.paper.claims.iter().map(|c| serde_json::json!({"says": c.says, "judgement": judge(c, &results)})).collect::<Vec<_>>(),
     });
     let mut text = format!(
-        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}\n\n",
+        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}, {}\n\n",
         set.tasks.len(),
         m.name,
         e.cpus.as_deref().unwrap_or("all"),
         e.baseline,
         cfg.duration_s,
         results.first().map_or(0, |r| r.runs.len()),
-        oracle.describe()
+        oracle.describe(),
+        cfg.estimator.describe()
     );
     text.push_str(&policy_table(&results));
     text.push('\n');

@@ -76,10 +76,27 @@ pub enum Estimator {
 }
 
 impl Estimator {
-    /// `thesis` (the thesis's Northwood model), `perfect`, `matrix:FILE` (a measured PR matrix)
-    /// or a counter model file (JSON or TOML, as `train fit` writes it). Errors name the file.
-    pub fn from_spec(spec: &str) -> Result<Estimator, String> {
+    /// `machine` (the model fitted on `machine`'s simulation, `models/MACHINE.toml`), `thesis`
+    /// (the thesis's Northwood model), `perfect`, `matrix:FILE` (a measured PR matrix) or a
+    /// counter model file (JSON or TOML, as `train fit` writes it). Errors name the file.
+    pub fn from_spec(spec: &str, machine: Option<&MachineModel>) -> Result<Estimator, String> {
         Ok(match spec {
+            "machine" => {
+                let fitted = machine.and_then(LinearModel::fitted_for);
+                Estimator::Model(fitted.ok_or_else(|| {
+                    format!(
+                        "machine: no estimator is fitted for {} (shipped for the presets {}, used \
+                         without --set): `smtsched train model` fits one, `thesis` is the \
+                         published Northwood model",
+                        machine.map_or("this command", |m| m.name.as_str()),
+                        crate::estimate::FITTED_MODELS
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?)
+            }
             "thesis" | "thesis-northwood" => Estimator::Model(LinearModel::thesis_northwood()),
             "perfect" => Estimator::Perfect,
             _ => match spec.strip_prefix("matrix:") {
@@ -90,6 +107,26 @@ impl Estimator {
                 None => Estimator::Model(LinearModel::load(std::path::Path::new(spec))?),
             },
         })
+    }
+
+    /// The estimator a run on `machine` uses unless told otherwise: the one fitted on its
+    /// simulation if one is shipped (as the thesis fitted its model on the machine it
+    /// scheduled), else the published Northwood model.
+    pub fn default_spec(machine: &MachineModel) -> &'static str {
+        if LinearModel::fitted_for(machine).is_some() {
+            "machine"
+        } else {
+            "thesis"
+        }
+    }
+
+    /// What it is, for a report's header.
+    pub fn describe(&self) -> String {
+        match self {
+            Estimator::Model(m) => format!("estimator {}", m.name),
+            Estimator::Perfect => "perfect estimates".into(),
+            Estimator::Matrix(_) => "estimates from a measured matrix".into(),
+        }
     }
 }
 
