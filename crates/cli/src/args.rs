@@ -32,7 +32,7 @@ pub enum Command {
     Solo(SoloArgs),
     /// Run workloads together on chosen logical CPUs and report each one's performance ratio.
     ///
-    /// Example: smtsched corun mcf-like mesa-like --placement 2,3
+    /// Example: smtsched corun mcf-like mesa-like --cpus 2,3
     Corun(CorunArgs),
     /// Pairwise performance-ratio matrix (thesis §3.3): every pair, including self-pairs.
     ///
@@ -110,8 +110,13 @@ pub struct PlotArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// A timeline: the seconds drawn from the start of the measured window.
-    #[arg(long, default_value_t = 2.0, value_name = "S")]
-    pub seconds: f64,
+    #[arg(
+        long = "timeline-seconds",
+        alias = "seconds",
+        default_value_t = 2.0,
+        value_name = "TIMELINE_SECONDS"
+    )]
+    pub timeline_seconds: f64,
 }
 
 #[derive(Args, Debug)]
@@ -216,8 +221,8 @@ pub struct SoloArgs {
     pub workload: String,
     #[command(flatten)]
     pub sim: SimArgs,
-    /// Logical CPU to run on (the others idle).
-    #[arg(long, default_value_t = 0)]
+    /// Logical CPU to run on (one; the others idle).
+    #[arg(long = "cpus", alias = "cpu", value_name = "CPU", default_value_t = 0)]
     pub cpu: u32,
     /// Print JSON.
     #[arg(long)]
@@ -233,8 +238,8 @@ pub struct CorunArgs {
     pub sim: SimArgs,
     /// Logical CPU of each thread in order, kernel list syntax (`2,3`, `0-3`); a CPU named twice
     /// is time-shared. Default: two threads on sibling threads of one core, else CPUs 0, 1, ….
-    #[arg(long)]
-    pub placement: Option<String>,
+    #[arg(long, alias = "placement", value_name = "LIST")]
+    pub cpus: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -250,8 +255,8 @@ pub struct MatrixArgs {
     pub sim: SimArgs,
     /// Where the pair runs: siblings (the two threads of one core), cores (two cores, separate
     /// packages where possible) or timeshare (one logical CPU, time-sliced).
-    #[arg(long, short = 'p', default_value = "siblings")]
-    pub placement: String,
+    #[arg(long, short_alias = 'p', default_value = "siblings")]
+    pub placement: smtsched_model::Placement,
     /// Measured rounds of a time-shared run (each thread runs one quantum per round).
     #[arg(long, default_value_t = 2)]
     pub rounds: u32,
@@ -282,13 +287,18 @@ pub struct BenchArgs {
     pub machine: String,
     /// Workloads (profiles or trace files) to co-run: two go on a core's sibling threads, more
     /// on one CPU each (time-shared where the machine has too few).
-    #[arg(long, default_value = "swim-like,mcf-like")]
+    #[arg(long, short = 'w', default_value = "swim-like,mcf-like")]
     pub workloads: String,
     /// Instructions in each thread's window (the run simulates more: warm-up and overrun).
     #[arg(long, default_value_t = 4_000_000)]
     pub instructions: u64,
     /// Repetitions; the best is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(
+        long = "repetitions",
+        alias = "repeat",
+        value_name = "REPETITIONS",
+        default_value_t = 3
+    )]
     pub repeat: u32,
     /// Also time a small matrix on one host thread and on all of them (the speed-up).
     #[arg(long)]
@@ -300,8 +310,9 @@ pub struct BenchArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Task set: a TOML file (see experiments/), or a comma-separated workload list (each a task
-    /// looping forever at nice 0; `all` = the 22 SPEC stand-ins).
+    /// Task set: a TOML file (a task set, or an experiment of kind `policies` from experiments/:
+    /// its tasks, and its CPUs unless --cpus is given), or a comma-separated workload list (each
+    /// a task looping forever at nice 0; `all` = the 22 SPEC stand-ins).
     #[arg(
         long,
         short = 't',
@@ -309,18 +320,23 @@ pub struct RunArgs {
     )]
     pub tasks: String,
     /// Policies to compare, comma-separated: naive, basic, tryhard, plan, plan3, fair, ipc, sos, optimal.
-    #[arg(long, short = 'p', default_value = "naive,basic,tryhard,plan,fair,ipc")]
-    pub policies: String,
+    #[arg(
+        long,
+        short = 'p',
+        value_delimiter = ',',
+        default_value = "naive,basic,tryhard,plan,fair,ipc"
+    )]
+    pub policies: Vec<smtsched_os::PolicyName>,
     /// Base scheduler: linux24 (the thesis's 2.4.19, steered by the thesis policies' goodness
     /// hooks) or modern (a present-day Linux: EEVDF, load balancing, cgroup weights, core
     /// scheduling; policies act through their decisions).
     #[arg(long, default_value = "linux24")]
-    pub baseline: String,
+    pub baseline: smtsched_os::Baseline,
     #[command(flatten)]
     pub machine: MachineArgs,
     /// Logical CPUs the OS uses, kernel list syntax (the thesis's 1x2 = one package: 2-3 on northwood).
-    #[arg(long)]
-    pub cpus: Option<String>,
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<smtsched_model::CpuSet>,
     /// Simulated seconds.
     #[arg(long, default_value_t = 3600.0, allow_negative_numbers = true)]
     pub duration: f64,
@@ -334,7 +350,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub hz: Option<f64>,
     /// Repetitions with different seeds (mean and spread are reported).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long = "repetitions", alias = "repeat", value_name = "REPETITIONS", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -352,7 +368,7 @@ pub struct RunArgs {
     /// PR), `matrix:FILE` (a measured PR matrix looked up by each task's workload, as the agent
     /// does without hardware counters), or a model FILE (JSON/TOML written by `smtsched train
     /// fit`).
-    #[arg(long)]
+    #[arg(long = "estimator", alias = "model", value_name = "ESTIMATOR")]
     pub model: Option<String>,
     /// Cost of one estimate as a fraction of a tick, 0 to 1 (the thesis measured ~2% per tick).
     #[arg(long, default_value_t = 0.02, value_parser = fraction)]
@@ -409,15 +425,15 @@ pub struct ReproduceArgs {
     /// Override the experiment's estimator: machine (fitted on the machine simulated, the
     /// default where one is shipped), thesis (the published Northwood model), perfect or a
     /// model file.
-    #[arg(long)]
+    #[arg(long = "estimator", alias = "model", value_name = "ESTIMATOR")]
     pub model: Option<String>,
     /// Override the experiment's base scheduler: linux24 (the thesis's, steered through the
     /// policies' goodness hooks) or modern (present-day Linux; policies act through decisions).
     #[arg(long)]
-    pub baseline: Option<String>,
+    pub baseline: Option<smtsched_os::Baseline>,
     /// Override the experiment's policies (comma-separated).
-    #[arg(long, short = 'p')]
-    pub policies: Option<String>,
+    #[arg(long, short = 'p', value_delimiter = ',')]
+    pub policies: Option<Vec<smtsched_os::PolicyName>>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,

@@ -738,7 +738,7 @@ fn the_simulator_and_the_agent_make_the_same_decisions() {
             "0",
             "--oracle",
             &oracle,
-            "--model",
+            "--estimator",
             &estimates,
             "--corunners",
             "inferred",

@@ -5,7 +5,7 @@ mod util;
 use util::{assert_bad_input, smtsched, stdout};
 
 const SMALL: &[&str] = &[
-    "--window",
+    "--instructions",
     "200000",
     "--warmup",
     "50000",
@@ -84,7 +84,7 @@ fn predict_reports_every_estimator_beside_the_simulation() {
             "predict",
             "gzip-like",
             "gzip-like",
-            "--placement",
+            "--cpus",
             "0,4",
             "--set",
             "topology.cores_per_package=2",
@@ -147,9 +147,9 @@ fn schedule_runs_informed_policies_and_measures_them() {
             "naive,balance-set-perf",
             "--set",
             "topology.cores_per_package=1",
-            "--seconds",
+            "--duration",
             "4",
-            "--samples",
+            "--moments",
             "3",
             "--json",
         ]),
@@ -195,9 +195,15 @@ fn bad_input_exits_2_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let o = smtsched(
         dir.path(),
-        &with_small(&["cachemodel", "histogram", "gzip-like", "--model", "lru"]),
+        &with_small(&[
+            "cachemodel",
+            "histogram",
+            "gzip-like",
+            "--cache-model",
+            "lru",
+        ]),
     );
-    assert_bad_input(&o, &["--model", "lru"]);
+    assert_bad_input(&o, &["--cache-model", "lru"]);
     let o = smtsched(
         dir.path(),
         &with_small(&["cachemodel", "histogram", "no-such-workload"]),
@@ -210,7 +216,7 @@ fn bad_input_exits_2_with_one_line() {
             "predict",
             "gzip-like",
             "art-like",
-            "--placement",
+            "--cpus",
             "0,99",
         ]),
     );

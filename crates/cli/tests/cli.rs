@@ -98,12 +98,12 @@ fn bad_input_gets_one_line_and_exit_code_two() {
         &["cache.L2.size_bytes", "393216", "power of two"],
     );
     assert_bad_input(
-        &smtsched(d, &["corun", "gzip-like", "mcf-like", "--placement", "2,7"]),
-        &["--placement", "CPU 7", "0-3"],
+        &smtsched(d, &["corun", "gzip-like", "mcf-like", "--cpus", "2,7"]),
+        &["--cpus", "CPU 7", "0-3"],
     );
     assert_bad_input(
-        &smtsched(d, &["solo", "gzip-like", "--cpu", "4"]),
-        &["--cpu 4"],
+        &smtsched(d, &["solo", "gzip-like", "--cpus", "4"]),
+        &["--cpus 4"],
     );
     assert_bad_input(
         &smtsched(d, &["matrix", "-w", "gzip-like", "--placement", "diagonal"]),
@@ -382,7 +382,7 @@ fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
 fn bench_measures_every_preset_scaling_and_memory_that_does_not_grow_with_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let bench = |args: &[&str]| {
-        let mut all = vec!["bench", "--repeat", "1", "--json"];
+        let mut all = vec!["bench", "--repetitions", "1", "--json"];
         all.extend_from_slice(args);
         let o = smtsched(dir.path(), &all);
         assert!(o.status.success(), "{}", util::stderr(&o));

@@ -188,7 +188,7 @@ fn counters_bad_input() {
         &["bogus-event"],
     );
     assert_bad_input(
-        &smtsched(dir.path(), &["host", "counters", "--cpu", "4096"]),
+        &smtsched(dir.path(), &["host", "counters", "--cpus", "4096"]),
         &["4096"],
     );
     assert_bad_input(
@@ -240,7 +240,7 @@ fn kernels_are_listed_and_run() {
                 "64KiB",
                 "--runs",
                 "2",
-                "--cpu",
+                "--cpus",
                 "0",
                 "--json",
             ],
@@ -271,7 +271,7 @@ fn a_pinned_kernel_really_runs_on_its_cpu() {
             "1000",
             "-e",
             "none",
-            "--cpu",
+            "--cpus",
             &cpu.to_string(),
         ])
         .current_dir(dir.path())
@@ -308,7 +308,10 @@ fn kernel_bad_input() {
         &["no-such-kernel", "pointer-chase"],
     );
     assert_bad_input(
-        &smtsched(dir.path(), &["host", "kernel", "dense-fp", "--cpu", "4096"]),
+        &smtsched(
+            dir.path(),
+            &["host", "kernel", "dense-fp", "--cpus", "4096"],
+        ),
         &["CPU 4096 does not exist"],
     );
     assert_bad_input(

@@ -58,7 +58,7 @@ fn a_measured_matrix_is_a_valid_matrix_file() {
         "pairs",
         "-w",
         "dense-fp,pointer-chase",
-        "-p",
+        "--placement",
         "cores,timeshare",
         "-o",
         "m.json",
@@ -169,7 +169,7 @@ fn a_command_workload_is_measured() {
     let mut args = vec![
         "measure",
         "pairs",
-        "-p",
+        "--placement",
         "timeshare",
         "--command",
         "spin=sh -c 'i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done'",
@@ -196,7 +196,7 @@ fn realtime_round_robin_is_applied_or_refused_clearly() {
         "pairs",
         "-w",
         "dense-fp",
-        "-p",
+        "--placement",
         "timeshare",
         "--realtime",
         "1",
@@ -242,7 +242,7 @@ fn realtime_holds_idle_cpus_and_restores_the_rr_slice_after_ctrl_c() {
             "pairs",
             "-w",
             "dense-fp",
-            "-p",
+            "--placement",
             "timeshare",
             "--realtime",
             "1",
@@ -315,7 +315,14 @@ fn unavailable_placements_are_reported() {
     }
     // Only the impossible placement asked for: bad input, nothing written.
     let mut args = vec![
-        "measure", "pairs", "-w", "dense-fp", "-p", "siblings", "-o", "m.json",
+        "measure",
+        "pairs",
+        "-w",
+        "dense-fp",
+        "--placement",
+        "siblings",
+        "-o",
+        "m.json",
     ];
     args.extend(QUICK);
     assert_bad_input(
@@ -325,7 +332,14 @@ fn unavailable_placements_are_reported() {
     assert!(files_in(dir.path()).is_empty());
     // All placements: the rest runs, and the skipped one is named.
     let mut args = vec![
-        "measure", "pairs", "-w", "dense-fp", "-p", "all", "-o", "m.json",
+        "measure",
+        "pairs",
+        "-w",
+        "dense-fp",
+        "--placement",
+        "all",
+        "-o",
+        "m.json",
     ];
     args.extend(QUICK);
     let o = smtsched(dir.path(), &args);
@@ -432,7 +446,7 @@ fn ctrl_c_during_a_pair_stops_and_reaps_every_child() {
             "pairs",
             "-w",
             "dense-fp",
-            "-p",
+            "--placement",
             "timeshare",
             "--work-scale",
             "0.01",
@@ -485,7 +499,7 @@ fn sigterm_reaps_a_command_and_its_own_children() {
         &[
             "measure",
             "pairs",
-            "-p",
+            "--placement",
             "timeshare",
             "--command",
             "nap=sh -c 'sleep 60; true'",
@@ -521,7 +535,7 @@ fn killing_the_harness_outright_takes_the_workloads_with_it() {
         &[
             "measure",
             "pairs",
-            "-p",
+            "--placement",
             "timeshare",
             "--command",
             "nap=sh -c 'sleep 60; true'",
@@ -570,7 +584,7 @@ fn after_sigkill_the_next_start_restores_the_rr_slice() {
             "pairs",
             "-w",
             "dense-fp",
-            "-p",
+            "--placement",
             "timeshare",
             "--realtime",
             "1",
@@ -617,7 +631,7 @@ fn after_sigkill_the_next_start_restores_the_rr_slice() {
             "pairs",
             "-w",
             "dense-fp",
-            "-p",
+            "--placement",
             "cores",
             "--work-scale",
             "0.01",
@@ -655,7 +669,7 @@ fn processes_a_command_detaches_are_stopped_with_the_measurement() {
             "pairs",
             "--command",
             &command,
-            "-p",
+            "--placement",
             "cores",
             "--solo-runs",
             "1",

@@ -1,7 +1,8 @@
 //! The OS simulator from the command line, as a user runs it.
 
 mod util;
-use util::{assert_bad_input, smtsched};
+use std::path::Path;
+use util::{assert_bad_input, smtsched, stdout};
 
 #[test]
 fn run_bad_input_exits_two() {
@@ -85,7 +86,7 @@ fn a_matrix_file_drives_the_os_simulator() {
             "5",
             "--oracle",
             "measured:m.json",
-            "--model",
+            "--estimator",
             "perfect",
             "--json",
         ],
@@ -263,7 +264,7 @@ fn run_writes_a_perfetto_trace() {
             "12",
             "--stagger",
             "1",
-            "--model",
+            "--estimator",
             "perfect",
             "--trace",
             "t.json",
@@ -850,4 +851,40 @@ fn output_paths_are_checked_before_the_work_starts() {
     }
     let o = smtsched(d, &["reproduce", "thesis-http", "-o", d.to_str().unwrap()]);
     assert_bad_input(&o, &["is a directory, not a file"]);
+}
+
+/// An experiment file's tasks run under `run -t` (task sets and experiments share the schema of
+/// their tasks), on the experiment's CPUs unless --cpus says otherwise; an experiment without a
+/// task set is refused in one line.
+#[test]
+fn an_experiments_tasks_run_under_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/thesis-set-c.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let tasks = text.lines().filter(|l| l.trim() == "[[task]]").count();
+    let file = file.display().to_string();
+    let base = [
+        "run",
+        "-t",
+        &file,
+        "-p",
+        "naive",
+        "--duration",
+        "20",
+        "--stagger",
+        "1",
+    ];
+    let o = smtsched(d, &base);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let header = stdout(&o).lines().next().unwrap().to_string();
+    assert!(
+        header.starts_with(&format!("{tasks} tasks on northwood (CPUs 2-3)")),
+        "{header}"
+    );
+    let o = smtsched(d, &[&base[..], &["--cpus", "0-3"]].concat());
+    assert!(stdout(&o).starts_with(&format!("{tasks} tasks on northwood (CPUs 0-3)")));
+    let other = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/fedorova-l2.toml");
+    let o = smtsched(d, &["run", "-t", &other.display().to_string()]);
+    assert_bad_input(&o, &["fedorova-l2.toml", "has no task set"]);
 }

@@ -101,7 +101,7 @@ fn a_saved_matrix_and_timeline_draw_as_they_did_when_computed() {
         ],
     );
     assert!(o.status.success(), "{}", util::stderr(&o));
-    let o = smtsched(d, &["plot", "t.json", "--seconds", "1"]);
+    let o = smtsched(d, &["plot", "t.json", "--timeline-seconds", "1"]);
     assert!(o.status.success(), "{}", util::stderr(&o));
     assert_eq!(stdout(&o), read(d, "t.svg"));
     // Not a matrix or a timeline: one line naming the file and what it holds.

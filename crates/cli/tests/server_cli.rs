@@ -109,9 +109,9 @@ fn both_servers_serve_measured_loads_whose_numbers_add_up_and_leave_nothing_behi
                 server,
                 "--file-bytes",
                 "20000",
-                "-p",
+                "--placement",
                 "one:server=0,softirq=1,client=1",
-                "--seconds",
+                "--duration",
                 "1",
                 "--repetitions",
                 "2",
@@ -188,11 +188,11 @@ fn rate_auto_finds_saturation_then_offers_fractions_of_it_in_open_loops() {
         &[
             "measure",
             "server",
-            "-p",
+            "--placement",
             "one:server=0,softirq=0,client=1",
             "--rate",
             "auto",
-            "--seconds",
+            "--duration",
             "1",
             "--repetitions",
             "1",
@@ -236,9 +236,9 @@ fn start(dir: &Path, state: &Path, seconds: &str) -> Harness {
             .args([
                 "measure",
                 "server",
-                "-p",
+                "--placement",
                 "one:server=0,softirq=1,client=1",
-                "--seconds",
+                "--duration",
                 seconds,
                 "--repetitions",
                 "1",
@@ -330,9 +330,9 @@ fn after_sigkill_the_next_start_stops_the_leftovers_and_restores_the_steering() 
         &[
             "measure",
             "server",
-            "-p",
+            "--placement",
             "one:server=0,softirq=0,client=1",
-            "--seconds",
+            "--duration",
             "0.5",
             "--repetitions",
             "1",
@@ -388,12 +388,17 @@ fn bad_input_is_refused_in_one_line_before_anything_starts() {
         (vec!["--rate", "0"], vec!["--rate 0"]),
         (vec!["--file-bytes", "0"], vec!["--file-bytes 0"]),
         (
-            vec!["-p", "x:server=99,softirq=0,client=1"],
+            vec!["--placement", "x:server=99,softirq=0,client=1"],
             vec!["CPU 99", "not online"],
         ),
         (vec!["--cpus", "0,99"], vec!["--cpus", "CPU 99"]),
         (
-            vec!["-o", "p.toml", "-p", "x:server=0-1,softirq=0-1,client=0-1"],
+            vec![
+                "-o",
+                "p.toml",
+                "--placement",
+                "x:server=0-1,softirq=0-1,client=0-1",
+            ],
             vec!["-o:", "cannot be told apart"],
         ),
         (
@@ -402,7 +407,7 @@ fn bad_input_is_refused_in_one_line_before_anything_starts() {
         ),
     ];
     for (extra, needles) in cases {
-        let mut args = vec!["measure", "server", "--seconds", "1", "--state-dir"];
+        let mut args = vec!["measure", "server", "--duration", "1", "--state-dir"];
         args.push(state.to_str().unwrap());
         args.extend(extra);
         let o = smtsched(dir.path(), &args);
@@ -422,9 +427,9 @@ fn a_server_profile_runs_the_measured_placements_in_the_simulator() {
     let args = [
         "measure",
         "server",
-        "-p",
+        "--placement",
         "table",
-        "--seconds",
+        "--duration",
         "1",
         "--repetitions",
         "1",

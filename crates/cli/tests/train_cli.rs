@@ -116,7 +116,7 @@ fn windows_fit_validate_and_the_model_loads_where_policies_run() {
                 "20",
                 "--stagger",
                 "1",
-                "--model",
+                "--estimator",
                 model,
             ],
         );
@@ -133,7 +133,7 @@ fn windows_fit_validate_and_the_model_loads_where_policies_run() {
             "20",
             "--repetitions",
             "1",
-            "--model",
+            "--estimator",
             "m.toml",
         ],
     );
@@ -142,7 +142,15 @@ fn windows_fit_validate_and_the_model_loads_where_policies_run() {
     let o = smtsched(
         d,
         &[
-            "train", "validate", "w.csv", "--model", "m.toml", "--svg", "s.svg", "--csv", "e.csv",
+            "train",
+            "validate",
+            "w.csv",
+            "--estimator",
+            "m.toml",
+            "--svg",
+            "s.svg",
+            "--csv",
+            "e.csv",
         ],
     );
     assert!(o.status.success());
@@ -388,15 +396,24 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_bad_input(&o, &["unknown feature \"tlb_misses_subj\""]);
     let o = smtsched(d, &["train", "fit", "sing.csv", "--alpha", "2"]);
     assert_bad_input(&o, &["--alpha 2"]);
-    let o = smtsched(d, &["train", "validate", "sing.csv", "--model", "perfect"]);
-    assert_bad_input(&o, &["--model perfect"]);
+    let o = smtsched(
+        d,
+        &["train", "validate", "sing.csv", "--estimator", "perfect"],
+    );
+    assert_bad_input(&o, &["--estimator perfect"]);
     let o = smtsched(d, &["train", "fit", "no-such.csv"]);
     assert_bad_input(&o, &["no-such.csv"]);
     let o = smtsched(
         d,
-        &["train", "validate", "sing.csv", "--model", "no-model.toml"],
+        &[
+            "train",
+            "validate",
+            "sing.csv",
+            "--estimator",
+            "no-model.toml",
+        ],
     );
-    assert_bad_input(&o, &["--model no-model.toml"]);
+    assert_bad_input(&o, &["--estimator no-model.toml"]);
     let o = smtsched(d, &["train", "windows", "-w", "gzip-like", "-o", "x.csv"]);
     assert_bad_input(&o, &["at least two workloads"]);
     let o = smtsched(
@@ -508,17 +525,22 @@ fn runs_use_the_estimator_fitted_on_the_machine_unless_told_otherwise() {
         "{}",
         header(&[])
     );
-    let thesis = header(&["--model", "thesis"]);
+    let thesis = header(&["--estimator", "thesis"]);
     assert!(thesis.ends_with("estimator thesis-northwood"), "{thesis}");
     let changed = header(&["--set", "cache.L2.size_bytes=1048576"]);
     assert!(changed.ends_with("estimator thesis-northwood"), "{changed}");
     let args: Vec<&str> = base
         .iter()
-        .chain(&["--set", "cache.L2.size_bytes=1048576", "--model", "machine"])
+        .chain(&[
+            "--set",
+            "cache.L2.size_bytes=1048576",
+            "--estimator",
+            "machine",
+        ])
         .copied()
         .collect();
     assert_bad_input(
         &smtsched(d, &args),
-        &["--model machine", "no estimator is fitted"],
+        &["--estimator machine", "no estimator is fitted"],
     );
 }

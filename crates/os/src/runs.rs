@@ -33,8 +33,27 @@ pub fn simulate(
     repeat: u32,
     base: &SimConfig,
 ) -> Result<Vec<PolicyRuns>, String> {
+    simulate_reporting(m, oracle, set, policies, repeat, base, &|| {})
+}
+
+/// The steps [`simulate_reporting`] reports: the oracle warmed, then each run.
+pub fn simulation_steps(policies: usize, repeat: u32) -> u64 {
+    1 + policies as u64 * repeat as u64
+}
+
+/// [`simulate`], calling `step` once the oracle is warm and after each run (for progress).
+pub fn simulate_reporting(
+    m: &MachineModel,
+    oracle: &dyn Oracle,
+    set: &TaskSetSpec,
+    policies: &[PolicyName],
+    repeat: u32,
+    base: &SimConfig,
+    step: &(dyn Fn() + Sync),
+) -> Result<Vec<PolicyRuns>, String> {
     // Building one simulation validates the set and warms the oracle.
     OsSim::new(m, oracle, set, Box::new(crate::policy::Naive), base.clone())?;
+    step();
     let inputs = PolicyInputs {
         truth: policies
             .contains(&PolicyName::Optimal)
@@ -53,7 +72,9 @@ pub fn simulate(
             cfg.record_timeline = base.record_timeline && p == 0 && r == 0;
             cfg.record_periods = base.record_periods && p == 0 && r == 0;
             let policy = policies[p].build(&inputs)?;
-            OsSim::new(m, oracle, set, policy, cfg).map(|s| s.run())
+            let metrics = OsSim::new(m, oracle, set, policy, cfg).map(|s| s.run());
+            step();
+            metrics
         })
         .collect::<Result<_, String>>()?;
     let seconds = started.elapsed().as_secs_f64();

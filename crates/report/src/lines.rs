@@ -4,16 +4,7 @@
 use plotters::prelude::*;
 
 /// Colour-blind-safe palette (Okabe–Ito), cycled.
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(0, 114, 178),
-    RGBColor(230, 159, 0),
-    RGBColor(0, 158, 115),
-    RGBColor(204, 121, 167),
-    RGBColor(86, 180, 233),
-    RGBColor(213, 94, 0),
-    RGBColor(240, 228, 66),
-    RGBColor(0, 0, 0),
-];
+const PALETTE: [RGBColor; 8] = crate::palette::OKABE_ITO;
 
 /// An SVG of `series` (label, y per point at x = 0, 1, …) with a legend; non-finite points are
 /// left out.

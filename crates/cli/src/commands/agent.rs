@@ -64,7 +64,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
     /// PR estimates from a counter model (`smtsched train fit`); needs hardware counters.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "estimator", alias = "model", value_name = "FILE")]
     pub model: Option<PathBuf>,
     /// How weights are applied: `nice` (per thread, SCHED_IDLE for gang turns) or `cgroup`
     /// (a cgroup per thread under --cgroup-parent: cpu.weight on v2, cpu.shares on v1).

@@ -34,13 +34,13 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Instructions of each thread's reuse-distance window.
-    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long = "instructions", alias = "window", value_name = "INSTRUCTIONS", default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub window: u64,
     /// Instructions before the window (they prime the last-touch table).
     #[arg(long, default_value_t = 2_000_000)]
     pub warmup: u64,
     /// Single-cache model: statcache (random replacement, the paper's) or statstack (LRU).
-    #[arg(long, default_value = "statcache")]
+    #[arg(long = "cache-model", alias = "model", default_value = "statcache")]
     pub model: String,
     /// Simulated cycles before the measured window of every simulation.
     #[arg(long, default_value_t = 2_000_000)]
@@ -76,7 +76,7 @@ impl ModelArgs {
     fn solver(&self) -> Result<Solver> {
         self.model
             .parse()
-            .map_err(|e: String| bad_input(format!("--model: {e}")))
+            .map_err(|e: String| bad_input(format!("--cache-model: {e}")))
     }
 }
 
@@ -85,7 +85,7 @@ pub enum Action {
     /// One thread's reuse-distance histogram, compressed to fewer than 20 buckets, and the miss
     /// ratios it predicts for the machine's caches.
     ///
-    /// Example: smtsched cachemodel histogram ammp-like --window 5000000
+    /// Example: smtsched cachemodel histogram ammp-like --instructions 5000000
     Histogram {
         /// Workload preset, TOML file or trace.
         workload: String,
@@ -101,7 +101,7 @@ pub enum Action {
         #[arg(required = true, num_args = 1..)]
         workloads: Vec<String>,
         /// Logical CPU of each thread, kernel list syntax (default: 0, 1, 2, …).
-        #[arg(long)]
+        #[arg(long = "cpus", alias = "placement", value_name = "LIST")]
         placement: Option<String>,
         #[command(flatten)]
         opts: ModelArgs,
@@ -144,10 +144,15 @@ pub enum Action {
         )]
         policies: String,
         /// Simulated seconds of each OS run.
-        #[arg(long, default_value_t = 40.0)]
+        #[arg(
+            long = "duration",
+            alias = "seconds",
+            value_name = "DURATION",
+            default_value_t = 40.0
+        )]
         seconds: f64,
         /// Moments of each schedule simulated.
-        #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long = "moments", alias = "samples", value_name = "MOMENTS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
         samples: u32,
         #[command(flatten)]
         opts: ModelArgs,
@@ -227,14 +232,14 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
             };
             if cpus.len() != workloads.len() {
                 return Err(bad_input(format!(
-                    "--placement names {} CPUs for {} workloads",
+                    "--cpus names {} CPUs for {} workloads",
                     cpus.len(),
                     workloads.len()
                 )));
             }
             if let Some(bad) = cpus.iter().find(|&&c| c >= m.logical_cpus()) {
                 return Err(bad_input(format!(
-                    "--placement: CPU {bad} does not exist on {} (CPUs 0-{})",
+                    "--cpus: CPU {bad} does not exist on {} (CPUs 0-{})",
                     m.name,
                     m.logical_cpus() - 1
                 )));

@@ -16,7 +16,7 @@ pub fn parse_placement(text: &str, m: &MachineModel) -> Result<Vec<u32>> {
     for part in text.split(',').map(str::trim) {
         let bad = || {
             bad_input(format!(
-                "--placement {text:?}: {part:?} is not a CPU number or range"
+                "--cpus {text:?}: {part:?} is not a CPU number or range"
             ))
         };
         let (lo, hi) = match part.split_once('-') {
@@ -35,7 +35,7 @@ pub fn parse_placement(text: &str, m: &MachineModel) -> Result<Vec<u32>> {
         for cpu in lo..=hi {
             if cpu >= m.logical_cpus() {
                 return Err(bad_input(format!(
-                    "--placement {text:?}: CPU {cpu} does not exist on machine {} (CPUs 0-{})",
+                    "--cpus {text:?}: CPU {cpu} does not exist on machine {} (CPUs 0-{})",
                     m.name,
                     m.logical_cpus() - 1
                 )));
@@ -53,7 +53,7 @@ pub fn run(a: CorunArgs) -> Result<()> {
         .iter()
         .map(|w| workload(w))
         .collect::<Result<_>>()?;
-    let cpus = match &a.placement {
+    let cpus = match &a.cpus {
         Some(p) => parse_placement(p, &m)?,
         None if profiles.len() == 2 && m.topology.threads_per_core >= 2 => {
             placement_cpus(&m, Placement::Siblings)?.to_vec()
@@ -64,7 +64,7 @@ pub fn run(a: CorunArgs) -> Result<()> {
     };
     if cpus.len() != profiles.len() {
         return Err(bad_input(format!(
-            "--placement names {} CPUs for {} workloads; give one CPU per workload",
+            "--cpus names {} CPUs for {} workloads; give one CPU per workload",
             cpus.len(),
             profiles.len()
         )));

@@ -46,7 +46,7 @@ pub enum HostAction {
     Kernels(KernelsArgs),
     /// Run one native benchmark kernel and report the time of each run.
     ///
-    /// Example: smtsched host kernel pointer-chase --footprint 16MiB --runs 5 --cpu 1
+    /// Example: smtsched host kernel pointer-chase --footprint 16MiB --runs 5 --cpus 1
     Kernel(KernelArgs),
     /// Internal: the per-workload process of `smtsched measure` (pins itself, loops, reports
     /// each run as a JSON line).
@@ -98,9 +98,9 @@ pub struct CountersArgs {
     pub pid: Option<i32>,
     /// Count everything that runs on this logical CPU for --duration-ms (needs root or
     /// perf_event_paranoid <= 0).
-    #[arg(long)]
+    #[arg(long = "cpus", alias = "cpu", value_name = "CPU")]
     pub cpu: Option<u32>,
-    /// How long to count a --pid or a --cpu, in milliseconds.
+    /// How long to count a --pid or a CPU (--cpus), in milliseconds.
     #[arg(long, default_value_t = 1000)]
     pub duration_ms: u64,
     /// Print JSON.
@@ -132,7 +132,7 @@ pub struct KernelArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: u32,
     /// Pin to this logical CPU first (the affinity is read back and checked).
-    #[arg(long)]
+    #[arg(long = "cpus", alias = "cpu", value_name = "CPU")]
     pub cpu: Option<u32>,
     /// Events to count per run (`none` to skip counters).
     #[arg(long, short = 'e', default_value = "default")]
@@ -181,7 +181,7 @@ pub enum MeasureAction {
     /// percentiles and the kernel work of each request; every process stopped and every setting
     /// restored, also on Ctrl-C and SIGTERM (and after SIGKILL, by the next start).
     ///
-    /// Example: smtsched measure server --rate auto --seconds 5 --svg server.svg
+    /// Example: smtsched measure server --rate auto --duration 5 --svg server.svg
     Server(Box<super::server::ServerArgs>),
 }
 
@@ -198,7 +198,7 @@ pub struct PairsArgs {
     /// Placements: siblings (SMT threads of one core), cores (two cores, separate packages
     /// where possible), timeshare (both on one CPU), a comma-separated list, or `all`.
     /// Placements the machine cannot provide are skipped with the reason.
-    #[arg(long, short = 'p', default_value = "all")]
+    #[arg(long, short_alias = 'p', default_value = "all")]
     pub placement: String,
     /// Logical CPUs the measurement may use (kernel list syntax); default: every online CPU
     /// this process may run on.
@@ -502,7 +502,7 @@ fn counters(a: CountersArgs) -> Result<()> {
     let (target, what) = match (a.pid, a.cpu, a.command.is_empty()) {
         (Some(_), _, false) | (_, Some(_), false) => {
             return Err(bad_input(
-                "give either --pid/--cpu or a command after --, not both",
+                "give either --pid/--cpus or a command after --, not both",
             ));
         }
         (Some(pid), None, true) => (
@@ -511,7 +511,7 @@ fn counters(a: CountersArgs) -> Result<()> {
         ),
         (None, Some(cpu), true) => {
             let topo = Topology::live()?;
-            topo.check_online(&std::iter::once(cpu).collect(), &format!("--cpu {cpu}"))?;
+            topo.check_online(&std::iter::once(cpu).collect(), &format!("--cpus {cpu}"))?;
             (
                 Target::Cpu(cpu),
                 format!("CPU {cpu} for {} ms", a.duration_ms),
@@ -523,10 +523,10 @@ fn counters(a: CountersArgs) -> Result<()> {
         ),
         (None, None, true) => {
             return Err(bad_input(
-                "nothing to count: give --pid PID, --cpu N, or a command after --",
+                "nothing to count: give --pid PID, --cpus N, or a command after --",
             ));
         }
-        (Some(_), Some(_), _) => unreachable!("clap rejects --pid with --cpu"),
+        (Some(_), Some(_), _) => unreachable!("clap rejects --pid with --cpus"),
     };
     if !a.command.is_empty() {
         looper::resolve_command(&a.command)?;
@@ -652,7 +652,7 @@ fn kernel(a: KernelArgs) -> Result<()> {
     if let Some(cpu) = a.cpu {
         let topo = Topology::live()?;
         let set: CpuSet = std::iter::once(cpu).collect();
-        topo.check_online(&set, &format!("--cpu {cpu}"))?;
+        topo.check_online(&set, &format!("--cpus {cpu}"))?;
         affinity::set_affinity(0, &set)?;
         affinity::verify_affinity(std::process::id() as i32, &set)?;
     }

@@ -11,10 +11,7 @@ use smtsched_uarch::Workload;
 
 pub fn run(a: MatrixArgs) -> Result<()> {
     let m = a.sim.machine.load()?;
-    let placement: Placement = a
-        .placement
-        .parse()
-        .map_err(|e: String| bad_input(format!("--placement: {e}")))?;
+    let placement: Placement = a.placement;
     let names = expand_workload_list(&a.workloads);
     if names.is_empty() {
         return Err(bad_input(format!(

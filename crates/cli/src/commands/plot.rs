@@ -24,7 +24,7 @@ pub fn plot(a: PlotArgs) -> Result<()> {
         Some(TIMELINE_FORMAT) => {
             let t: TimelineFile = serde_json::from_str(&text)
                 .map_err(|e| bad_input(format!("{file}: not a timeline file: {e}")))?;
-            t.svg(a.seconds)
+            t.svg(a.timeline_seconds)
         }
         other => {
             return Err(bad_input(format!(

@@ -1,6 +1,6 @@
 //! `reproduce`: the seed papers' experiments, declared in `experiments/*.toml`.
 
-use super::{json_out, out, parse_policies, write_file, Bars};
+use super::{json_out, out, write_file, Bars};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -45,13 +45,8 @@ pub fn run_options(a: &ReproduceArgs) -> Result<RunOptions> {
         duration_s: a.duration,
         repetitions: a.repetitions,
         max_repetitions: a.max_repetitions,
-        baseline: a
-            .baseline
-            .as_deref()
-            .map(str::parse)
-            .transpose()
-            .map_err(|err: String| bad_input(format!("--baseline: {err}")))?,
-        policies: a.policies.as_deref().map(parse_policies).transpose()?,
+        baseline: a.baseline,
+        policies: a.policies.clone(),
         estimator: a.model.clone(),
         full_json: a.json,
     })

@@ -194,9 +194,14 @@ fn forwarded(a: &ReproduceArgs) -> Vec<String> {
         a.max_repetitions.map(|x| x.to_string()),
     );
     flag("--duration", a.duration.map(|x| x.to_string()));
-    flag("--model", a.model.clone());
-    flag("--baseline", a.baseline.clone());
-    flag("--policies", a.policies.clone());
+    flag("--estimator", a.model.clone());
+    flag("--baseline", a.baseline.map(|b| b.to_string()));
+    let names =
+        |p: &Vec<smtsched_os::PolicyName>| p.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    flag(
+        "--policies",
+        a.policies.as_ref().map(|p| names(p).join(",")),
+    );
     v
 }
 

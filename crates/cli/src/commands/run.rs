@@ -1,6 +1,6 @@
 //! `run`: the OS scheduling simulator on a task set under several policies.
 
-use super::{json_out, out, parse_policies, write_file};
+use super::{json_out, out, write_file};
 use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -9,33 +9,73 @@ use smtsched_model::{expand_workload_list, CpuSet, PrMatrix};
 use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
 use smtsched_os::policy::DecisionRecord;
 use smtsched_os::runs::{
-    perfetto_of, policy_table, server_table, simulate, task_table, TimelineFile,
+    perfetto_of, policy_table, server_table, simulate_reporting, simulation_steps, task_table,
+    TimelineFile,
 };
-use smtsched_os::sim::{Baseline, Corunners, Estimator, SimConfig};
+use smtsched_os::sim::{Corunners, Estimator, SimConfig};
 use smtsched_os::taskset::{load_taskset, TaskSetSpec};
 use smtsched_os::{LinearModel, PolicyName};
 use std::path::Path;
 
 /// `--tasks`: a task set file, or a workload list (`gzip-like,mcf-like`, `all`).
-pub fn task_set(text: &str) -> Result<TaskSetSpec> {
+/// What `--tasks` names: a task set, and the CPUs its experiment file (if it is one) sets.
+pub struct Tasks {
+    pub set: TaskSetSpec,
+    pub cpus: Option<CpuSet>,
+}
+
+/// `--tasks`: a task-set file, an experiment file of kind `policies` (the same schema for its
+/// tasks, groups, devices, clients and profiles, beside the experiment's own fields), or a
+/// workload list.
+pub fn tasks_of(text: &str) -> Result<Tasks> {
     if Path::new(text).is_file() {
-        return Ok(load_taskset(text)?);
+        if !is_experiment_file(text) {
+            return Ok(Tasks {
+                set: load_taskset(text)?,
+                cpus: None,
+            });
+        }
+        let e = smtsched_experiments::experiment::load_experiment(text)?;
+        if e.kind != smtsched_experiments::experiment::ExperimentKind::Policies {
+            return Err(bad_input(format!(
+                "--tasks {text}: an experiment of kind {:?} has no task set (kind \"policies\" has)",
+                e.kind
+            )));
+        }
+        let cpus = e.cpus.as_deref().map(CpuSet::parse).transpose();
+        let cpus = cpus.map_err(|err| bad_input(format!("--tasks {text}: cpus: {err}")))?;
+        return Ok(Tasks {
+            set: e.task_set(),
+            cpus,
+        });
     }
     let names = expand_workload_list(text);
     if names.is_empty() {
         return Err(bad_input(format!("--tasks {text:?}: names no task")));
     }
-    Ok(TaskSetSpec::of_workloads(&names))
+    Ok(Tasks {
+        set: TaskSetSpec::of_workloads(&names),
+        cpus: None,
+    })
+}
+
+/// Whether the TOML file at `path` is an experiment (it has a `kind`); unreadable or not TOML:
+/// not one (the task-set loader then says what is wrong with it).
+fn is_experiment_file(path: &str) -> bool {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.parse::<toml::Table>().ok())
+        .is_some_and(|t| t.contains_key("kind"))
 }
 
 /// A counter model file (JSON or TOML, as `train fit` writes it).
 pub fn load_linear_model(file: &str) -> Result<LinearModel> {
-    LinearModel::load(Path::new(file)).map_err(|e| bad_input(format!("--model {e}")))
+    LinearModel::load(Path::new(file)).map_err(|e| bad_input(format!("--estimator {e}")))
 }
 
 /// `--model`: machine, thesis, perfect, matrix:FILE or a model file (for runs on `machine`).
 pub fn estimator(model: &str, machine: Option<&smtsched_model::MachineModel>) -> Result<Estimator> {
-    Estimator::from_spec(model, machine).map_err(|e| bad_input(format!("--model {e}")))
+    Estimator::from_spec(model, machine).map_err(|e| bad_input(format!("--estimator {e}")))
 }
 
 /// The oracle a run uses, for the workloads of `set` (oracle workload `i` = task `i`, then the
@@ -73,12 +113,8 @@ pub fn oracle(
 
 pub fn run(a: RunArgs) -> Result<()> {
     let m = a.machine.load()?;
-    let baseline: Baseline = a
-        .baseline
-        .parse()
-        .map_err(|e: String| bad_input(format!("--baseline: {e}")))?;
-    // Never empty: an empty item is an unknown policy.
-    let policies: Vec<PolicyName> = parse_policies(&a.policies)?;
+    let baseline = a.baseline;
+    let policies: &[PolicyName] = &a.policies;
     if !(a.duration > a.stagger && a.duration.is_finite()) || a.stagger < 0.0 {
         return Err(bad_input(format!(
             "--duration {}: must be a positive number of seconds longer than --stagger {}",
@@ -90,10 +126,10 @@ pub fn run(a: RunArgs) -> Result<()> {
             return Err(bad_input(format!("--hz {hz}: must be a positive number")));
         }
     }
-    if a.repeat == 0 {
-        return Err(bad_input("--repeat 0: at least one run is needed"));
-    }
-    let mut set = task_set(&a.tasks)?;
+    let Tasks {
+        mut set,
+        cpus: experiment_cpus,
+    } = tasks_of(&a.tasks)?;
     if !Path::new(&a.tasks).is_file() {
         for t in &mut set.tasks {
             t.run_seconds = a.run_seconds;
@@ -101,12 +137,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     }
     set.validate()
         .map_err(|e| bad_input(format!("--tasks: {e}")))?;
-    let cpus = a
-        .cpus
-        .as_deref()
-        .map(CpuSet::parse)
-        .transpose()
-        .map_err(|e| bad_input(format!("--cpus: {e}")))?;
+    let cpus = a.cpus.clone().or(experiment_cpus);
+    let cpus_shown = cpus.as_ref().map_or("all".into(), |c| c.to_string());
     let build = match a.kernel.as_str() {
         "up" => KernelBuild::Up,
         _ => KernelBuild::Smp,
@@ -138,7 +170,18 @@ pub fn run(a: RunArgs) -> Result<()> {
         }
     };
     let started = std::time::Instant::now();
-    let results = simulate(&m, oracle.as_ref(), &set, &policies, a.repeat, &cfg).map_err(|e| {
+    let bar = super::counting_bar(simulation_steps(policies.len(), a.repeat), "steps")?;
+    bar.set_message(format!(
+        "warming the oracle ({} workloads)",
+        set.oracle_workloads().len()
+    ));
+    let step = || {
+        bar.inc(1);
+        bar.set_message("simulating (policies x repetitions)");
+    };
+    let results = simulate_reporting(&m, oracle.as_ref(), &set, policies, a.repeat, &cfg, &step);
+    bar.finish_and_clear();
+    let results = results.map_err(|e| {
         if Path::new(&a.tasks).is_file() {
             bad_input(format!("{}: {e}", a.tasks))
         } else {
@@ -148,10 +191,7 @@ pub fn run(a: RunArgs) -> Result<()> {
     let elapsed = started.elapsed().as_secs_f64();
     let title = format!(
         "{} on {}, CPUs {}, {} baseline",
-        results[0].policy,
-        m.name,
-        a.cpus.as_deref().unwrap_or("all"),
-        a.baseline
+        results[0].policy, m.name, cpus_shown, a.baseline
     );
     let timeline = TimelineFile::of(&results[0].runs[0], &m, &title);
     if let Some(p) = &a.timeline {
@@ -218,7 +258,7 @@ pub fn run(a: RunArgs) -> Result<()> {
             .map(|p| serde_json::json!({ "policy": p.policy, "runs": p.runs, "summaries": p.runs.iter().map(|r| r.summary()).collect::<Vec<_>>() }))
             .collect();
         return json_out(
-            &serde_json::json!({ "machine": m.name, "baseline": a.baseline, "oracle": oracle.describe(), "results": v }),
+            &serde_json::json!({ "machine": m.name, "baseline": a.baseline.to_string(), "oracle": oracle.describe(), "results": v }),
         );
     }
     let sims = results.len() as f64 * a.repeat as f64;
@@ -226,7 +266,7 @@ pub fn run(a: RunArgs) -> Result<()> {
         "{} tasks on {} (CPUs {}), {} baseline, {} s simulated x {} repetition(s), oracle {}, {}\n{:.1} s in all; {:.2} s per simulation once the oracle was warm ({} on this host)\n\n",
         set.tasks.len(),
         m.name,
-        a.cpus.as_deref().unwrap_or("all"),
+        cpus_shown,
         a.baseline,
         a.duration,
         a.repeat,

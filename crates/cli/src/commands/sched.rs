@@ -43,7 +43,12 @@ pub struct SchedArgs {
     #[arg(long, default_value_t = 200.0)]
     pub sim_duration: f64,
     /// Simulator repetitions (seeds seed, seed+1, …), averaged.
-    #[arg(long, default_value_t = 3)]
+    #[arg(
+        long = "sim-repetitions",
+        alias = "sim-repeat",
+        value_name = "REPETITIONS",
+        default_value_t = 3
+    )]
     pub sim_repeat: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

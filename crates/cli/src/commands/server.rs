@@ -37,7 +37,7 @@ pub struct ServerArgs {
     pub port: Option<u16>,
     /// Placements: `table` (thesis Table 5.1 on this machine: UP, 1xHTP, 1x2) and/or
     /// NAME:server=LIST,softirq=LIST,client=LIST (repeatable).
-    #[arg(long, short = 'p', default_value = "table")]
+    #[arg(long, short_alias = 'p', default_value = "table")]
     pub placement: Vec<String>,
     /// Logical CPUs the table placements use (default: every online CPU).
     #[arg(long, value_name = "LIST")]
@@ -50,7 +50,12 @@ pub struct ServerArgs {
     #[arg(long, short = 'c', default_value_t = 64)]
     pub connections: u32,
     /// Seconds of each load run.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(
+        long = "duration",
+        alias = "seconds",
+        value_name = "DURATION",
+        default_value_t = 5.0
+    )]
     pub seconds: f64,
     /// Repetitions of every placement (the tables show mean ± sd).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
@@ -75,7 +80,7 @@ pub struct ServerArgs {
     /// --profile-machine, with the measured throughput ratios as claims
     /// (`smtsched reproduce FILE`). Needs a placement that keeps the server and the load
     /// generator apart (the table's UP).
-    #[arg(long, short = 'o', value_name = "FILE")]
+    #[arg(long = "output", short = 'o', alias = "profile", value_name = "FILE")]
     pub profile: Option<PathBuf>,
     /// The machine model the profile's experiment simulates (a preset or file; the measured
     /// CPUs map onto its first cores).

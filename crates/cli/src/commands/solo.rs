@@ -13,7 +13,7 @@ pub fn run(a: SoloArgs) -> Result<()> {
     let w = workload(&a.workload)?;
     if a.cpu >= m.logical_cpus() {
         return Err(bad_input(format!(
-            "--cpu {}: machine {} has logical CPUs 0-{}",
+            "--cpus {}: machine {} has logical CPUs 0-{}",
             a.cpu,
             m.name,
             m.logical_cpus() - 1

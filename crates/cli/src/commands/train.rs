@@ -55,7 +55,7 @@ pub enum TrainAction {
     /// or under-estimates, the fixed-point evaluation's largest difference, and a scatter plot
     /// like the thesis's Fig. 3.18.
     ///
-    /// Example: smtsched train validate heldout.csv --model northwood.toml --svg fig-3-18.svg
+    /// Example: smtsched train validate heldout.csv --estimator northwood.toml --svg fig-3-18.svg
     Validate(ValidateArgs),
     /// Compare estimators on the same held-out windows: the thesis's published model, least
     /// squares (thesis features, all features) and gradient-boosted trees trained on the same
@@ -66,7 +66,7 @@ pub enum TrainAction {
     /// What estimation accuracy is worth: the thesis's chapter 4 experiments run with the
     /// shipped (thesis) model, a model trained on this machine, and the perfect estimate.
     ///
-    /// Example: smtsched train ablation --model northwood.toml
+    /// Example: smtsched train ablation --estimator northwood.toml
     Ablation(AblationArgs),
     /// The estimator of a machine, fitted by the thesis's method (§3.4.1) on its simulation:
     /// training windows of the thesis's eight programs (3 runs of 100 windows each ordered
@@ -159,8 +159,14 @@ pub struct FitArgs {
 pub struct ValidateArgs {
     /// Windows to validate on (CSV from `smtsched train windows`, e.g. -w thesis-heldout).
     pub windows: PathBuf,
-    /// Model: `thesis` (the Northwood model of Table 3.8) or a model FILE from `train fit`.
-    #[arg(long, default_value = "thesis")]
+    /// Estimator: `thesis` (the Northwood model of Table 3.8) or a model FILE from `train fit`
+    /// (`models/MACHINE.toml` is the one `run` uses on that preset).
+    #[arg(
+        long = "estimator",
+        alias = "model",
+        value_name = "ESTIMATOR",
+        default_value = "thesis"
+    )]
     pub model: String,
     /// Write the scatter plot of estimated against measured PR (thesis Fig. 3.18).
     #[arg(long, value_name = "FILE")]
@@ -204,8 +210,8 @@ pub struct CompareArgs {
 
 #[derive(Args, Debug)]
 pub struct AblationArgs {
-    /// The model trained on this machine (a file from `train fit`).
-    #[arg(long)]
+    /// The estimator trained on this machine (a file from `train fit`).
+    #[arg(long = "estimator", alias = "model", value_name = "FILE")]
     pub model: String,
     /// Experiments to run (policies experiments of `smtsched reproduce --list`).
     #[arg(
@@ -408,7 +414,7 @@ fn fit(a: FitArgs) -> Result<()> {
     out(&fit_report(&trained))?;
     if let Some(p) = &a.output {
         out(&format!(
-            "\nModel {} ({} terms) written to {}; use it with --model {}\n",
+            "\nModel {} ({} terms) written to {}; use it with --estimator {}\n",
             trained.model.name,
             trained.model.terms.len(),
             p.display(),
@@ -422,7 +428,7 @@ fn fit(a: FitArgs) -> Result<()> {
 fn model_text(m: &LinearModel, path: &Path) -> Result<String> {
     Ok(if path.extension().is_some_and(|e| e == "toml") {
         format!(
-            "# PR model written by smtsched train fit; load with --model {}\n{}",
+            "# PR model written by smtsched train fit; load with --estimator {}\n{}",
             path.display(),
             toml::to_string_pretty(m).context("cannot write the model as TOML")?
         )
@@ -436,7 +442,7 @@ fn load_model(spec: &str) -> Result<LinearModel> {
     match estimator(spec, None)? {
         Estimator::Model(m) => Ok(m),
         Estimator::Perfect | Estimator::Matrix(_) => Err(bad_input(format!(
-            "--model {spec}: not a counter model; name a model file or thesis"
+            "--estimator {spec}: not a counter model; name a model file or thesis"
         ))),
     }
 }

@@ -25,7 +25,7 @@ pub(super) fn run(
         .or(e.estimator.as_deref())
         .unwrap_or(Estimator::default_spec(m));
     cfg.estimator = Estimator::from_spec(spec, Some(m))
-        .map_err(|err| RunError::Bad(format!("--model {err}")))?;
+        .map_err(|err| RunError::Bad(format!("--estimator {err}")))?;
     let oracle = SimulatedOracle::for_set(m, &set, o.seed, KernelBuild::Smp)?;
     let results = runs_until_decided(e, m, &oracle, &cfg, o, p)?;
     let claims: Vec<ClaimOutcome> = e

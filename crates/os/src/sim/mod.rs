@@ -50,6 +50,15 @@ impl Baseline {
     }
 }
 
+impl std::fmt::Display for Baseline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Baseline::Linux24 => "linux24",
+            Baseline::Modern => "modern",
+        })
+    }
+}
+
 impl std::str::FromStr for Baseline {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
