@@ -60,7 +60,7 @@ pub enum Command {
     Trace(crate::commands::trace::TraceArgs),
     /// Measure co-run interference on this real machine (thesis §3.3.1 protocol).
     ///
-    /// Example: smtsched measure pairs --workloads pointer-chase,triad
+    /// Example: smtsched measure pairs --workloads pointer-chase,stream-triad
     Measure(crate::commands::host::MeasureArgs),
     /// Reuse-distance cache models (Fedorova et al. 2005): histograms, predicted against simulated
     /// miss ratios of thread groups, and the balance-set group search.
