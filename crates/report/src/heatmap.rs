@@ -119,10 +119,10 @@ impl Heatmap<'_> {
         for (i, row) in self.cells.iter().enumerate() {
             for (j, c) in row.iter().enumerate() {
                 let (x0, y0) = (left + j as i32 * CELL_PX, top + i as i32 * CELL_PX);
-                let corners = [(x0, y0), (x0 + CELL_PX, y0 + CELL_PX)];
+                // One pixel short of the cell on each side: the white background is the grid.
+                let corners = [(x0 + 1, y0 + 1), (x0 + CELL_PX - 1, y0 + CELL_PX - 1)];
                 let fill = c.map_or(RGBColor(220, 220, 220), |v| self.scale.colour(v));
                 draw(root, Rectangle::new(corners, fill.filled()))?;
-                draw(root, Rectangle::new(corners, WHITE.stroke_width(1)))?;
                 if let Some(v) = c {
                     let ink = ink_on(fill);
                     let style = TextStyle::from(font(10))

@@ -268,8 +268,8 @@ mod tests {
     fn heatmap_has_one_square_and_label_per_cell_and_full_names() {
         let svg = heatmap_svg(&two()).unwrap();
         assert!(svg.starts_with("<svg"));
-        // Background, fill and border per cell, 48 colour-bar bands and the bar's frame.
-        assert_eq!(svg.matches("<rect").count(), 1 + 2 * 4 + 48 + 1);
+        // Background, a square per cell, 48 colour-bar bands and the bar's frame.
+        assert_eq!(svg.matches("<rect").count(), 1 + 4 + 48 + 1);
         for v in ["0.50", "0.70", "0.40", "0.80"] {
             assert!(svg.contains(&format!(">\n{v}\n</text>")), "missing {v}");
         }

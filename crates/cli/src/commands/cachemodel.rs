@@ -1,7 +1,7 @@
 //! `cachemodel`: Fedorova et al.'s reuse-distance cache models — a thread's histogram, a group's
 //! predicted against simulated miss ratios on any machine, and the balance-set group search.
 
-use super::{json_out, machine, out, workload};
+use super::{machine, out, workload};
 use crate::errors::bad_input;
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -14,7 +14,6 @@ use smtsched_cachemodel::report::{
 };
 use smtsched_model::expand_workload_list;
 use smtsched_uarch::Workload;
-use std::io::IsTerminal;
 
 #[derive(Args, Debug)]
 pub struct CachemodelArgs {
@@ -159,18 +158,25 @@ pub enum Action {
     },
 }
 
-/// Status lines on stderr while an experiment runs, when stderr is a terminal.
-pub fn progress(msg: &str) {
-    if std::io::stderr().is_terminal() {
-        eprintln!("  {msg}");
-    }
-}
-
 fn load_all(names: &[String]) -> Result<Vec<Box<dyn Workload>>> {
     names.iter().map(|n| workload(n)).collect()
 }
 
 pub fn run(a: CachemodelArgs) -> Result<()> {
+    // What runs is reported on a spinner; it is cleared before anything is printed.
+    let bar = super::spinner("reuse-distance models (a window of each thread, then its solo run)")?;
+    let text = output(a, &|msg: &str| bar.set_message(msg.to_string()));
+    bar.finish_and_clear();
+    out(&text?)
+}
+
+/// JSON as `--json` prints it (the fields in their declared order).
+fn json_text<T: serde::Serialize>(value: &T) -> Result<String> {
+    Ok(serde_json::to_string_pretty(value)? + "\n")
+}
+
+/// What the command prints.
+fn output(a: CachemodelArgs, progress: &(dyn Fn(&str) + Sync)) -> Result<String> {
     match a.action {
         Action::Histogram { workload: w, opts } => {
             let m = machine(&opts.machine, &opts.set)?;
@@ -181,7 +187,7 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
             let t = &models[0];
             let geom = Geometry::of(&m);
             if opts.json {
-                return json_out(&serde_json::json!({
+                return json_text(&serde_json::json!({
                     "thread": t.label,
                     "machine": m.name,
                     "instructions": t.profile.instructions,
@@ -217,7 +223,7 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
                 t.solo.l1d_misses as f64 / (t.solo.loads + t.solo.stores).max(1) as f64,
                 t.solo.l2_misses as f64 / (t.solo.loads + t.solo.stores).max(1) as f64,
             ));
-            out(&s)
+            Ok(s)
         }
         Action::Predict {
             workloads,
@@ -258,9 +264,9 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
                 opts.cycles(),
             )?;
             if opts.json {
-                return json_out(&r);
+                return json_text(&r);
             }
-            out(&group_text(&r, &models, &Geometry::of(&m)))
+            Ok(group_text(&r, &models, &Geometry::of(&m)))
         }
         Action::Groups {
             workloads,
@@ -294,7 +300,7 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
             }
             let g = search_groups(&models, k, Geometry::of(&m).llc_lines);
             if opts.json {
-                return json_out(&g);
+                return json_text(&g);
             }
             let mut s = format!(
                 "{} threads, groups of {} on {}: {} groups; threshold {:.4} (best group with the greediest thread, {}); {} candidates\n",
@@ -318,7 +324,7 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
                     s.push_str(&format!("  {}: {}\n", i + 1, grp.join(" ")));
                 }
             }
-            out(&s)
+            Ok(s)
         }
         Action::Schedule {
             workloads,
@@ -340,9 +346,9 @@ pub fn run(a: CachemodelArgs) -> Result<()> {
                 window: opts.cycles(),
                 window_instructions: opts.window,
             };
-            out(&smtsched_experiments::fedorova::schedule(
-                &spec, opts.seed, opts.json, &progress,
-            )?)
+            let text =
+                smtsched_experiments::fedorova::schedule(&spec, opts.seed, opts.json, progress)?;
+            Ok(text)
         }
     }
 }

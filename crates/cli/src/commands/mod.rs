@@ -41,6 +41,15 @@ pub(crate) fn progress_bar(len: Option<u64>, template: &str) -> Result<ProgressB
     Ok(bar)
 }
 
+/// A spinner with `msg` and the time elapsed, for work whose length is not known beforehand;
+/// drawn on stderr only when it is a terminal.
+pub(crate) fn spinner(msg: impl Into<String>) -> Result<ProgressBar> {
+    let bar = progress_bar(None, "{spinner} {msg} ({elapsed})")?;
+    bar.set_message(msg.into());
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    Ok(bar)
+}
+
 /// The usual bar: `len` things of `unit`, time elapsed and left.
 pub(crate) fn counting_bar(len: u64, unit: &str) -> Result<ProgressBar> {
     progress_bar(

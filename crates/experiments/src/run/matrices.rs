@@ -33,6 +33,17 @@ pub(super) fn pairs(
         );
         text.push_str(&pairs::render(&r));
         text.push_str(&paper_text(&e.paper));
+        let figures = r
+            .iter()
+            .map(|x| {
+                let caption = format!(
+                    "Performance ratio of every pair, {} placement, seed {seed} (the layout of thesis Fig. 3.3)",
+                    x.placement
+                );
+                smtsched_report::matrix::heatmap_svg(&x.matrix).map(|svg| (caption, svg))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(RunError::Bad)?;
         Ok(SeedRun {
             claim_values: e
                 .pairs
@@ -42,7 +53,7 @@ pub(super) fn pairs(
                 .collect(),
             json: serde_json::json!({"results": r, "paper": e.paper}),
             text,
-            figures: Vec::new(),
+            figures,
         })
     };
     over_seeds(e, o, p, &claims, &one)
