@@ -261,6 +261,10 @@ pub struct Paper {
     /// Numbers the paper gives, by name.
     #[serde(default)]
     pub values: std::collections::BTreeMap<String, f64>,
+    /// Where this simulation is known to depart from what the paper measured, and what is not
+    /// known, for the findings that do not hold: printed with the result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub departures: Vec<String>,
 }
 
 /// A checkable finding: `higher` beats `than` on `metric`, or `lowest`/`highest` of all policies.

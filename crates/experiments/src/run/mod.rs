@@ -182,6 +182,12 @@ fn paper_text(paper: &Paper) -> String {
     for f in &paper.findings {
         text.push_str(&format!("  - {f}\n"));
     }
+    if !paper.departures.is_empty() {
+        text.push_str("Where this simulation departs from what was measured:\n");
+        for d in &paper.departures {
+            text.push_str(&format!("  - {d}\n"));
+        }
+    }
     text
 }
 
