@@ -357,7 +357,7 @@ pub struct RunArgs {
     /// Interaction oracle: `simulated` or `measured:FILE` (a PR matrix from `smtsched matrix -o`
     /// or `smtsched measure pairs -o`).
     #[arg(long, default_value = "simulated")]
-    pub oracle: String,
+    pub oracle: smtsched_os::oracle::OracleSpec,
     /// Kernel build the workloads' kernel work runs on: `smp` (spinlocks and atomics execute
     /// locked instructions) or `up` (they compile away), as Ruan et al.'s 1T-SMP and 1T-UP.
     #[arg(long, default_value = "smp", value_parser = ["smp", "up"])]
@@ -369,7 +369,7 @@ pub struct RunArgs {
     /// does without hardware counters), or a model FILE (JSON/TOML written by `smtsched train
     /// fit`).
     #[arg(long = "estimator", alias = "model", value_name = "ESTIMATOR")]
-    pub model: Option<String>,
+    pub model: Option<smtsched_os::EstimatorSpec>,
     /// Cost of one estimate as a fraction of a tick, 0 to 1 (the thesis measured ~2% per tick).
     #[arg(long, default_value_t = 0.02, value_parser = fraction)]
     pub estimate_cost: f64,
@@ -426,7 +426,7 @@ pub struct ReproduceArgs {
     /// default where one is shipped), thesis (the published Northwood model), perfect or a
     /// model file.
     #[arg(long = "estimator", alias = "model", value_name = "ESTIMATOR")]
-    pub model: Option<String>,
+    pub model: Option<smtsched_os::EstimatorSpec>,
     /// Override the experiment's base scheduler: linux24 (the thesis's, steered through the
     /// policies' goodness hooks) or modern (present-day Linux; policies act through decisions).
     #[arg(long)]

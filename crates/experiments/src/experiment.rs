@@ -43,7 +43,7 @@ pub struct Experiment {
     /// `machine`, `thesis`, `perfect`, or a model file; by default the estimator fitted on the
     /// machine simulated where one is shipped, else `thesis`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub estimator: Option<String>,
+    pub estimator: Option<smtsched_os::EstimatorSpec>,
     /// The task set (kind = "policies").
     #[serde(default, rename = "task")]
     pub tasks: Vec<smtsched_os::taskset::TaskSpec>,

@@ -17,5 +17,5 @@ pub use matrix_estimate::MatrixEstimates;
 pub use metrics::{Metrics, Summary};
 pub use oracle::{MeasuredOracle, Occupant, Oracle, SimulatedOracle};
 pub use policy::{Policy, PolicyName};
-pub use sim::{Baseline, Corunners, Estimator, OsSim, SimConfig};
+pub use sim::{Baseline, Corunners, Estimator, EstimatorSpec, OsSim, SimConfig};
 pub use taskset::{TaskSetSpec, TaskSpec};

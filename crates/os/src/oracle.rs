@@ -684,3 +684,22 @@ impl Oracle for AnalyticOracle {
         format!("analytic: {}", self.model.describe())
     }
 }
+
+/// What `--oracle` names: the simulator's own interaction oracle, or a measured PR matrix file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OracleSpec {
+    Simulated,
+    Measured(std::path::PathBuf),
+}
+
+impl std::str::FromStr for OracleSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.strip_prefix("measured:") {
+            Some("") => Err("measured: names no file (measured:FILE)".into()),
+            Some(file) => Ok(OracleSpec::Measured(file.into())),
+            None if s == "simulated" => Ok(OracleSpec::Simulated),
+            None => Err(format!("{s:?}: expected simulated or measured:FILE")),
+        }
+    }
+}

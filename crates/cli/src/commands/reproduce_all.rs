@@ -194,7 +194,7 @@ fn forwarded(a: &ReproduceArgs) -> Vec<String> {
         a.max_repetitions.map(|x| x.to_string()),
     );
     flag("--duration", a.duration.map(|x| x.to_string()));
-    flag("--estimator", a.model.clone());
+    flag("--estimator", a.model.as_ref().map(|e| e.to_string()));
     flag("--baseline", a.baseline.map(|b| b.to_string()));
     let names =
         |p: &Vec<smtsched_os::PolicyName>| p.iter().map(|x| x.to_string()).collect::<Vec<_>>();

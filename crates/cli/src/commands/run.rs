@@ -6,13 +6,13 @@ use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::KernelBuild;
 use smtsched_model::{expand_workload_list, CpuSet, PrMatrix};
-use smtsched_os::oracle::{MeasuredOracle, Oracle, SimulatedOracle};
+use smtsched_os::oracle::{MeasuredOracle, Oracle, OracleSpec, SimulatedOracle};
 use smtsched_os::policy::DecisionRecord;
 use smtsched_os::runs::{
     perfetto_of, policy_table, server_table, simulate_reporting, simulation_steps, task_table,
     TimelineFile,
 };
-use smtsched_os::sim::{Corunners, Estimator, SimConfig};
+use smtsched_os::sim::{Corunners, Estimator, EstimatorSpec, SimConfig};
 use smtsched_os::taskset::{load_taskset, TaskSetSpec};
 use smtsched_os::{LinearModel, PolicyName};
 use std::path::Path;
@@ -73,22 +73,26 @@ pub fn load_linear_model(file: &str) -> Result<LinearModel> {
     LinearModel::load(Path::new(file)).map_err(|e| bad_input(format!("--estimator {e}")))
 }
 
-/// `--model`: machine, thesis, perfect, matrix:FILE or a model file (for runs on `machine`).
-pub fn estimator(model: &str, machine: Option<&smtsched_model::MachineModel>) -> Result<Estimator> {
+/// `--estimator`: machine, thesis, perfect, matrix:FILE or a model file (for runs on `machine`).
+pub fn estimator(
+    model: &EstimatorSpec,
+    machine: Option<&smtsched_model::MachineModel>,
+) -> Result<Estimator> {
     Estimator::from_spec(model, machine).map_err(|e| bad_input(format!("--estimator {e}")))
 }
 
 /// The oracle a run uses, for the workloads of `set` (oracle workload `i` = task `i`, then the
 /// devices' handlers).
 pub fn oracle(
-    spec: &str,
+    spec: &OracleSpec,
     m: &smtsched_model::MachineModel,
     set: &TaskSetSpec,
     seed: u64,
     build: KernelBuild,
 ) -> Result<Box<dyn Oracle>> {
-    if let Some(file) = spec.strip_prefix("measured:") {
-        let text = std::fs::read_to_string(file)
+    if let OracleSpec::Measured(path) = spec {
+        let file = path.display();
+        let text = std::fs::read_to_string(path)
             .map_err(|e| bad_input(format!("--oracle {file}: {e}")))?;
         let matrix: PrMatrix = serde_json::from_str(&text)
             .map_err(|e| bad_input(format!("--oracle {file}: not a PR matrix file: {e}")))?;
@@ -102,11 +106,6 @@ pub fn oracle(
             MeasuredOracle::new(m.clone(), matrix, &names)
                 .map_err(|e| bad_input(format!("--oracle {file}: {e}")))?,
         ));
-    }
-    if spec != "simulated" {
-        return Err(bad_input(format!(
-            "--oracle {spec:?}: expected simulated or measured:FILE"
-        )));
     }
     Ok(Box::new(SimulatedOracle::for_set(m, set, seed, build)?))
 }
@@ -155,8 +154,8 @@ pub fn run(a: RunArgs) -> Result<()> {
     cfg.hz = a.hz.unwrap_or(baseline.default_hz());
     cfg.stagger_s = a.stagger;
     cfg.cpus = cpus;
-    let model = a.model.as_deref().unwrap_or(Estimator::default_spec(&m));
-    cfg.estimator = estimator(model, Some(&m))?;
+    let model = a.model.clone().unwrap_or(Estimator::default_spec(&m));
+    cfg.estimator = estimator(&model, Some(&m))?;
     cfg.estimate_cost_ticks = a.estimate_cost;
     cfg.record_timeline = a.timeline.is_some() || a.timeline_svg.is_some() || a.trace.is_some();
     cfg.record_periods = a.decisions.is_some();

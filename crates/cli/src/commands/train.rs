@@ -437,9 +437,12 @@ fn model_text(m: &LinearModel, path: &Path) -> Result<String> {
     })
 }
 
-/// The linear model `--model` names, through the loader `run` and `reproduce` use.
+/// The linear model `--estimator` names, through the loader `run` and `reproduce` use.
 fn load_model(spec: &str) -> Result<LinearModel> {
-    match estimator(spec, None)? {
+    let parsed = spec
+        .parse()
+        .map_err(|e: String| bad_input(format!("--estimator {spec}: {e}")))?;
+    match estimator(&parsed, None)? {
         Estimator::Model(m) => Ok(m),
         Estimator::Perfect | Estimator::Matrix(_) => Err(bad_input(format!(
             "--estimator {spec}: not a counter model; name a model file or thesis"

@@ -30,7 +30,7 @@ pub struct RunOptions {
     pub baseline: Option<Baseline>,
     pub policies: Option<Vec<PolicyName>>,
     /// The PR estimator spec (`smtsched_os::sim::Estimator::from_spec`); the file's when `None`.
-    pub estimator: Option<String>,
+    pub estimator: Option<smtsched_os::EstimatorSpec>,
     /// Keep every run's full metrics in the JSON (large).
     pub full_json: bool,
 }

@@ -21,10 +21,10 @@ pub(super) fn run(
     let mut cfg = sim_config(e, o)?;
     let spec = o
         .estimator
-        .as_deref()
-        .or(e.estimator.as_deref())
+        .clone()
+        .or(e.estimator.clone())
         .unwrap_or(Estimator::default_spec(m));
-    cfg.estimator = Estimator::from_spec(spec, Some(m))
+    cfg.estimator = Estimator::from_spec(&spec, Some(m))
         .map_err(|err| RunError::Bad(format!("--estimator {err}")))?;
     let oracle = SimulatedOracle::for_set(m, &set, o.seed, KernelBuild::Smp)?;
     let results = runs_until_decided(e, m, &oracle, &cfg, o, p)?;

@@ -84,13 +84,74 @@ pub enum Estimator {
     Matrix(std::sync::Arc<crate::matrix_estimate::MatrixEstimates>),
 }
 
+/// What `--estimator` (and an experiment's `estimator`) names, its form checked as it is parsed;
+/// files are read when the estimator is built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EstimatorSpec {
+    /// The model fitted on the simulated machine (`models/MACHINE.toml`).
+    Machine,
+    /// The thesis's published Northwood model (Table 3.8).
+    Thesis,
+    /// The oracle's true PR.
+    Perfect,
+    /// A measured PR matrix looked up by workload.
+    Matrix(std::path::PathBuf),
+    /// A counter model file, as `train fit` writes it.
+    Model(std::path::PathBuf),
+}
+
+impl std::str::FromStr for EstimatorSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "" => {
+                return Err("expected machine, thesis, perfect, matrix:FILE or a model file".into())
+            }
+            "machine" => EstimatorSpec::Machine,
+            "thesis" | "thesis-northwood" => EstimatorSpec::Thesis,
+            "perfect" => EstimatorSpec::Perfect,
+            _ => match s.strip_prefix("matrix:") {
+                Some("") => return Err("matrix: names no file (matrix:FILE)".into()),
+                Some(file) => EstimatorSpec::Matrix(file.into()),
+                None => EstimatorSpec::Model(s.into()),
+            },
+        })
+    }
+}
+
+impl std::fmt::Display for EstimatorSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EstimatorSpec::Machine => f.write_str("machine"),
+            EstimatorSpec::Thesis => f.write_str("thesis"),
+            EstimatorSpec::Perfect => f.write_str("perfect"),
+            EstimatorSpec::Matrix(p) => write!(f, "matrix:{}", p.display()),
+            EstimatorSpec::Model(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EstimatorSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl serde::Serialize for EstimatorSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl Estimator {
-    /// `machine` (the model fitted on `machine`'s simulation, `models/MACHINE.toml`), `thesis`
-    /// (the thesis's Northwood model), `perfect`, `matrix:FILE` (a measured PR matrix) or a
-    /// counter model file (JSON or TOML, as `train fit` writes it). Errors name the file.
-    pub fn from_spec(spec: &str, machine: Option<&MachineModel>) -> Result<Estimator, String> {
+    /// The estimator `spec` names, for runs on `machine`. Errors name the file.
+    pub fn from_spec(
+        spec: &EstimatorSpec,
+        machine: Option<&MachineModel>,
+    ) -> Result<Estimator, String> {
         Ok(match spec {
-            "machine" => {
+            EstimatorSpec::Machine => {
                 let fitted = machine.and_then(LinearModel::fitted_for);
                 Estimator::Model(fitted.ok_or_else(|| {
                     format!(
@@ -106,26 +167,24 @@ impl Estimator {
                     )
                 })?)
             }
-            "thesis" | "thesis-northwood" => Estimator::Model(LinearModel::thesis_northwood()),
-            "perfect" => Estimator::Perfect,
-            _ => match spec.strip_prefix("matrix:") {
-                Some(file) => Estimator::Matrix(std::sync::Arc::new(
-                    crate::matrix_estimate::MatrixEstimates::load(std::path::Path::new(file))
-                        .map_err(|e| format!("matrix:{e}"))?,
-                )),
-                None => Estimator::Model(LinearModel::load(std::path::Path::new(spec))?),
-            },
+            EstimatorSpec::Thesis => Estimator::Model(LinearModel::thesis_northwood()),
+            EstimatorSpec::Perfect => Estimator::Perfect,
+            EstimatorSpec::Matrix(file) => Estimator::Matrix(std::sync::Arc::new(
+                crate::matrix_estimate::MatrixEstimates::load(file)
+                    .map_err(|e| format!("matrix:{e}"))?,
+            )),
+            EstimatorSpec::Model(file) => Estimator::Model(LinearModel::load(file)?),
         })
     }
 
     /// The estimator a run on `machine` uses unless told otherwise: the one fitted on its
     /// simulation if one is shipped (as the thesis fitted its model on the machine it
     /// scheduled), else the published Northwood model.
-    pub fn default_spec(machine: &MachineModel) -> &'static str {
+    pub fn default_spec(machine: &MachineModel) -> EstimatorSpec {
         if LinearModel::fitted_for(machine).is_some() {
-            "machine"
+            EstimatorSpec::Machine
         } else {
-            "thesis"
+            EstimatorSpec::Thesis
         }
     }
 
