@@ -475,23 +475,32 @@ fn a_workload_named_with_a_comma_and_quotes_survives_windows_then_fit() {
     assert!(stdout(&o).contains("240 windows"), "{}", stdout(&o));
 }
 
-/// The shipped estimator of a machine is what `train model` writes for it: regenerated here from
-/// nothing but the machine preset and the thesis's training programs, it equals the file byte
-/// for byte (northwood; the other presets' files come from the same function).
+/// The shipped estimator of every machine preset is what `train model` writes for it:
+/// regenerated here from nothing but the preset and the thesis's training programs, each equals
+/// its file in `models/` byte for byte.
 #[test]
-fn the_shipped_northwood_estimator_is_regenerated_byte_for_byte() {
+fn every_shipped_estimator_is_regenerated_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let o = smtsched(
-        d,
-        &["train", "model", "--machine", "northwood", "-o", "n.toml"],
-    );
-    assert!(o.status.success(), "{}", util::stderr(&o));
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/northwood.toml");
-    assert_eq!(
-        std::fs::read_to_string(d.join("n.toml")).unwrap(),
-        std::fs::read_to_string(shipped).unwrap()
-    );
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models");
+    let mut shipped: Vec<_> = std::fs::read_dir(&models)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    shipped.sort();
+    assert_eq!(shipped.len(), 7, "one per machine preset: {shipped:?}");
+    for file in shipped {
+        let machine = file.file_stem().unwrap().to_str().unwrap();
+        let out = format!("{machine}.toml");
+        let o = smtsched(d, &["train", "model", "--machine", machine, "-o", &out]);
+        assert!(o.status.success(), "{}", util::stderr(&o));
+        assert!(
+            std::fs::read(d.join(&out)).unwrap() == std::fs::read(&file).unwrap(),
+            "{machine}: the model written differs from {}",
+            file.display()
+        );
+    }
 }
 
 /// `run` uses the machine's fitted estimator by default, the published one on request, and the
