@@ -387,14 +387,10 @@ fn counters_leave_nothing_of_the_command_behind() {
     }
 }
 
-#[test]
-fn topology_writes_this_machine_as_a_machine_file_that_simulates() {
-    // A 2-package Xeon Silver 4108, 8 cores x 2 threads each, siblings numbered n and n+16.
-    let dir = tempfile::tempdir().unwrap();
-    let (root, console) = snapshot(dir.path(), "32intel64-2p8co2t+8ve");
-    let file = dir.path().join("silver.toml");
-    let o = smtsched(
-        dir.path(),
+/// `host topology --machine-toml FILE` on the sysfs snapshot at `root`.
+fn machine_toml(dir: &Path, root: &Path, file: &Path) -> std::process::Output {
+    smtsched(
+        dir,
         &[
             "host",
             "topology",
@@ -403,7 +399,16 @@ fn topology_writes_this_machine_as_a_machine_file_that_simulates() {
             "--machine-toml",
             file.to_str().unwrap(),
         ],
-    );
+    )
+}
+
+#[test]
+fn topology_writes_this_machine_as_a_machine_file_that_simulates() {
+    // A 2-package Xeon Silver 4108, 8 cores x 2 threads each, siblings numbered n and n+16.
+    let dir = tempfile::tempdir().unwrap();
+    let (root, console) = snapshot(dir.path(), "32intel64-2p8co2t+8ve");
+    let file = dir.path().join("silver.toml");
+    let o = machine_toml(dir.path(), &root, &file);
     assert!(o.status.success());
     let m = json(&smtsched(
         dir.path(),
@@ -482,17 +487,7 @@ fn a_machine_the_model_cannot_describe_is_refused_and_no_file_written() {
     let dir = tempfile::tempdir().unwrap();
     let root = offline_snapshot(dir.path());
     let file = dir.path().join("m.toml");
-    let o = smtsched(
-        dir.path(),
-        &[
-            "host",
-            "topology",
-            "--sysfs-root",
-            root.to_str().unwrap(),
-            "--machine-toml",
-            file.to_str().unwrap(),
-        ],
-    );
+    let o = machine_toml(dir.path(), &root, &file);
     assert_bad_input(&o, &["different numbers of online threads"]);
     assert!(!file.exists());
 }

@@ -96,10 +96,16 @@ impl PrMatrix {
     /// Reads and checks a matrix file (JSON, as `matrix -o` and `measure pairs -o` write it);
     /// errors name the file.
     pub fn read(path: &std::path::Path) -> Result<PrMatrix, MatrixError> {
-        let bad = |e: String| MatrixError::Invalid(format!("{}: {e}", path.display()));
-        let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| MatrixError::Invalid(format!("{}: {e}", path.display())))?;
+        PrMatrix::from_json(&text, &path.display().to_string())
+    }
+
+    /// A matrix from the text of a matrix file, checked; errors name `origin`.
+    pub fn from_json(text: &str, origin: &str) -> Result<PrMatrix, MatrixError> {
+        let bad = |e: String| MatrixError::Invalid(format!("{origin}: {e}"));
         let m: PrMatrix =
-            serde_json::from_str(&text).map_err(|e| bad(format!("not a PR matrix file: {e}")))?;
+            serde_json::from_str(text).map_err(|e| bad(format!("not a PR matrix file: {e}")))?;
         m.validate().map_err(|e| bad(e.to_string()))?;
         Ok(m)
     }

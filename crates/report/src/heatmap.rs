@@ -34,6 +34,11 @@ const BAR_BANDS: i32 = 48;
 
 type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
 
+/// Room for the colour bar's tick labels (two decimals with a sign).
+fn ticks_width() -> i32 {
+    text_width_px("-0.00", LABEL_PX) as i32 + 8
+}
+
 fn font(px: u32) -> FontDesc<'static> {
     ("sans-serif", px).into_font()
 }
@@ -60,8 +65,7 @@ impl Heatmap<'_> {
         let grid = n * CELL_PX;
         let bar_h = grid.max(BAR_MIN_H);
         let bar_x = left + grid + 24;
-        let ticks_w = text_width_px("-0.00", LABEL_PX) as i32 + 8;
-        let right = bar_x + BAR_W + ticks_w + 22;
+        let right = bar_x + BAR_W + ticks_width() + 22;
         let width = right
             .max(10 + text_width_px(&self.title, TITLE_PX) as i32 + 10)
             .max(10 + text_width_px(&self.subtitle, LABEL_PX) as i32 + 10);
@@ -162,7 +166,7 @@ impl Heatmap<'_> {
                 Text::new(format!("{v:.2}"), (x + BAR_W + 6, y), style),
             )?;
         }
-        let ticks_w = text_width_px("-0.00", LABEL_PX) as i32 + 8;
+        let ticks_w = ticks_width();
         let style = TextStyle::from(font(11).transform(FontTransform::Rotate90))
             .pos(Pos::new(HPos::Center, VPos::Center));
         draw(

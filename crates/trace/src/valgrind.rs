@@ -540,15 +540,18 @@ pub fn run_cachegrind(
         N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }));
     std::fs::create_dir_all(&dir).map_err(|e| TraceError::write(&dir, e))?;
-    let out_file = dir.join("cachegrind.out");
+    // One file per process (`%p`): the one read is the process valgrind started as.
+    let out_file = |pid: &str| dir.join(format!("cachegrind.out.{pid}"));
     let mut cmd = Command::new(vg);
     cmd.arg("--tool=cachegrind")
         .arg("--cache-sim=yes")
         .arg(format!("--I1={}", caches.i1.arg()))
         .arg(format!("--D1={}", caches.d1.arg()))
         .arg(format!("--LL={}", caches.ll.arg()))
-        // One file per process: the one traced is the one valgrind started as (its PID).
-        .arg(format!("--cachegrind-out-file={}.%p", out_file.display()))
+        .arg(format!(
+            "--cachegrind-out-file={}",
+            out_file("%p").display()
+        ))
         .args(FOLLOW_EXEC)
         .arg("-q")
         .args(command)
@@ -575,7 +578,7 @@ pub fn run_cachegrind(
                 detail: String::new(),
             });
         }
-        let out_file = out_file.with_extension(format!("out.{pid}"));
+        let out_file = out_file(&pid.to_string());
         let text =
             std::fs::read_to_string(&out_file).map_err(|e| TraceError::read(&out_file, e))?;
         CachegrindCounts::parse(&text)

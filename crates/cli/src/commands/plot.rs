@@ -18,7 +18,8 @@ pub fn plot(a: PlotArgs) -> Result<()> {
         .map(str::to_string);
     let svg = match format.as_deref() {
         Some(PR_MATRIX_FORMAT) => {
-            let m = read_matrix(&a.file)?;
+            let m = PrMatrix::from_json(&text, &file.to_string())
+                .map_err(|e| bad_input(e.to_string()))?;
             smtsched_report::matrix::heatmap_svg(&m)
         }
         Some(TIMELINE_FORMAT) => {
