@@ -496,10 +496,32 @@ fn record_stops_valgrind_and_the_program_on_sigterm_and_sigkill() {
             "valgrind left after signal {sig}"
         );
         // No trace appears; after SIGTERM no temporary file either (a SIGKILLed process
-        // cannot remove its own: a hidden `.r.smtt.tmp-PID-N` may stay).
+        // cannot remove its own: a hidden `.r.smtt.tmp-PID-N` may stay until the next start).
         assert!(!out.exists(), "no trace after signal {sig}");
         if sig == libc::SIGTERM {
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        } else {
+            // The next start writing the same file removes what the killed one left.
+            let o = smtsched(
+                dir.path(),
+                &[
+                    "trace",
+                    "record",
+                    "--quiet",
+                    "--max-instructions",
+                    "1000",
+                    "-o",
+                    "r.smtt",
+                    "--",
+                    "true",
+                ],
+            );
+            assert!(o.status.success());
+            let names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(names, ["r.smtt"]);
         }
     }
 }

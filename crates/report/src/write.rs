@@ -59,6 +59,28 @@ pub struct AtomicFile {
 
 static SERIAL: AtomicU32 = AtomicU32::new(0);
 
+/// Removes the temporary files a writer of `name` in `dir` left when it was killed (SIGKILL gives
+/// it no chance to): those whose process no longer exists. A live process's file, this one's
+/// included, is left alone; a file that cannot be removed is left for the next start.
+fn remove_stale_temporaries(dir: &Path, name: &str) {
+    let prefix = format!(".{name}.tmp-");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(rest) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let pid = rest
+            .split_once('-')
+            .and_then(|(p, _)| p.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 impl AtomicFile {
     pub fn create(path: &Path) -> std::io::Result<AtomicFile> {
         let target = resolve(path)?;
@@ -92,6 +114,7 @@ impl AtomicFile {
         let name = target
             .file_name()
             .ok_or_else(|| invalid(format!("{}: no file name", target.display())))?;
+        remove_stale_temporaries(dir, &name.to_string_lossy());
         let tmp = dir.join(format!(
             ".{}.tmp-{}-{}",
             name.to_string_lossy(),
