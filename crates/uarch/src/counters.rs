@@ -138,8 +138,18 @@ impl ThreadCounters {
 
     /// Records an access that went `depth` levels deep along a path whose levels are `levels`
     /// (`depth == levels.len()` means memory), in the kernel if `kernel`.
-    #[inline]
+    #[inline(always)]
     pub fn record_path(&mut self, fetch: bool, levels: &[u8], depth: usize, kernel: bool) {
+        // Most accesses hit the first level.
+        match (depth, levels.first(), fetch) {
+            (0, Some(1), true) => self.l1i_accesses += 1,
+            (0, Some(1), false) => self.l1d_accesses += 1,
+            _ => self.record_levels(fetch, levels, depth, kernel),
+        }
+    }
+
+    #[inline(never)]
+    fn record_levels(&mut self, fetch: bool, levels: &[u8], depth: usize, kernel: bool) {
         for (i, &lvl) in levels.iter().enumerate().take(depth + 1) {
             let missed = i < depth;
             let (acc, miss, kernel_miss) = match (lvl, fetch) {

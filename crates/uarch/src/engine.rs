@@ -356,8 +356,25 @@ impl Context {
     /// Looks up every fetch line from `first_pc` to the byte `last_pc` not looked up already;
     /// returns the time the last of them is available (front-end misses are taken one after
     /// another).
-    #[inline]
+    #[inline(always)]
     fn fetch(
+        &mut self,
+        t: &mut SwThread,
+        mem: &mut MemorySystem,
+        first_pc: u64,
+        last_pc: u64,
+        now: f64,
+    ) -> f64 {
+        // Most instructions lie in the line fetched last: nothing to look up.
+        let line = first_pc >> self.fetch_shift;
+        if line == self.last_fetch_line && last_pc >> self.fetch_shift == line {
+            return now;
+        }
+        self.fetch_lines(t, mem, first_pc, last_pc, now)
+    }
+
+    #[inline(never)]
+    fn fetch_lines(
         &mut self,
         t: &mut SwThread,
         mem: &mut MemorySystem,
