@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod oracle;
 pub mod policy;
 pub mod runs;
+pub mod samples;
 pub mod sim;
 pub mod taskset;
 

@@ -3,6 +3,7 @@
 //! the microarchitectural simulator for a sample window and memoises by the situation) and
 //! `measured` (a PR matrix file from `smtsched matrix` or `smtsched measure`).
 
+use crate::samples::{DescriptionId, SampleKey};
 use rayon::prelude::*;
 use smtsched_model::{MachineModel, Placement, PrMatrix, WorkloadProfile};
 use smtsched_uarch::{
@@ -215,6 +216,9 @@ pub struct SimulatedOracle {
     line_bytes: u32,
     memo: Mutex<HashMap<SituationKey, Vec<ThreadRate>>>,
     solo: Mutex<HashMap<Occupant, (f64, usize)>>,
+    /// The machine's and each workload's identity among the process's shared samples.
+    machine_id: DescriptionId,
+    workload_ids: Vec<DescriptionId>,
 }
 
 /// A profile that starts in phase `phase` (so a sample measures that phase).
@@ -282,7 +286,10 @@ impl SimulatedOracle {
     ) -> Self {
         let path = machine.cache_path(smtsched_model::CacheContents::Data);
         let (_, llc) = *path.last().expect("a data path");
+        let samples = crate::samples::shared();
         SimulatedOracle {
+            machine_id: samples.machine_id(&machine),
+            workload_ids: workloads.iter().map(|w| samples.profile_id(w)).collect(),
             llc_level: llc.level,
             line_bytes: llc.line_bytes,
             machine,
@@ -315,9 +322,13 @@ impl SimulatedOracle {
             return *v;
         }
         let w = self.start(o);
-        let r = solo(&self.machine, &w, 0, 0, &self.proto)
-            .expect("the oracle's machine runs a solo thread");
-        let v = (r.ipc(), r.llc_lines);
+        let thread = (self.workload_ids[o.workload as usize], w.offset, 0);
+        let key = SampleKey::new(self.machine_id, &self.proto, vec![thread]);
+        let v = crate::samples::shared().solo(key, || {
+            let r = solo(&self.machine, &w, 0, 0, &self.proto)
+                .expect("the oracle's machine runs a solo thread");
+            (r.ipc(), r.llc_lines)
+        });
         self.solo.lock().expect("oracle lock").insert(o, v);
         v
     }
@@ -341,6 +352,21 @@ impl SimulatedOracle {
             .map(|(o, cpu)| (self.start(o), cpu))
             .collect();
         let occupants: Vec<Occupant> = key.iter().flatten().flatten().copied().collect();
+        let threads = occupants
+            .iter()
+            .zip(&starts)
+            .map(|(o, (w, cpu))| (self.workload_ids[o.workload as usize], w.offset, *cpu))
+            .collect();
+        let sample = SampleKey::new(self.machine_id, &self.proto, threads);
+        crate::samples::shared().run(sample, || self.simulate_now(&starts, &occupants))
+    }
+
+    /// Runs the threads `starts` (the occupants `occupants`) together.
+    fn simulate_now(
+        &self,
+        starts: &[(PhaseStart<'_>, u32)],
+        occupants: &[Occupant],
+    ) -> Vec<ThreadRate> {
         let threads: Vec<(&dyn Workload, u32)> = starts
             .iter()
             .map(|(w, cpu)| (w as &dyn Workload, *cpu))
@@ -349,7 +375,7 @@ impl SimulatedOracle {
             .expect("the situation fits the machine");
         r.threads
             .iter()
-            .zip(&occupants)
+            .zip(occupants)
             .map(|(th, &o)| {
                 let (solo_ipc, _) = self.solo_of(o);
                 let ipc = th.ipc();

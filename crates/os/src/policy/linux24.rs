@@ -20,7 +20,7 @@ pub enum Estimates {
 #[derive(Clone, Debug)]
 pub struct TaskView {
     pub pid: u32,
-    pub name: String,
+    pub name: std::sync::Arc<str>,
     pub nice: i32,
     pub runnable: bool,
     /// The CPU it runs on now, if any.
@@ -38,7 +38,7 @@ pub struct TaskView {
 }
 
 /// The scheduler state a hook decides from: tasks, what each CPU runs, the tick.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SchedView {
     pub tick: u64,
     pub tasks: Vec<TaskView>,

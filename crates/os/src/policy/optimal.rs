@@ -236,7 +236,7 @@ impl Linux24Hooks for Optimal {
             self.gangs.set(Vec::new(), view.tick);
             return;
         }
-        let name = |t: TaskId| view.tasks[t].name.as_str();
+        let name = |t: TaskId| &*view.tasks[t].name;
         let pair = |a: TaskId, b: TaskId| self.truth.pair_weight(name(a), name(b));
         let alone = |a: TaskId| self.truth.alone_weight(name(a));
         match best_schedule(&runnable, &pair, &alone) {

@@ -12,31 +12,61 @@ pub fn nice_to_ticks(nice: i32) -> i64 {
 }
 
 impl OsSim<'_> {
-    /// What the hooks see.
-    pub(super) fn sched_view(&self) -> SchedView {
-        SchedView {
-            tick: self.tick,
-            tasks: self
-                .tasks
-                .iter()
-                .map(|t| TaskView {
-                    pid: t.pid,
-                    name: t.name.clone(),
-                    nice: t.nice,
-                    runnable: t.state == State::Runnable,
-                    running_on: t.running_on,
-                    last_cpu: t.last_cpu,
-                    ticks_run: t.ticks_run,
-                    slice_left: t.counter as f64 / TICK_UNITS as f64,
-                    ipc_average: t.ipc_average,
-                    pr_estimate: t.pr_estimate,
-                })
-                .collect(),
-            current: self.cpus.iter().map(|c| c.current).collect(),
-            package_of: self.package_of.clone(),
-            online: self.online.clone(),
-            siblings_of: self.siblings_of.clone(),
+    /// What the hooks see now. The view is kept between calls and refreshed in place (the
+    /// hooks are consulted at every tick, pick and wake: building it anew each time was a fifth
+    /// of a policy run); give it back with [`OsSim::put_view`].
+    pub(super) fn take_view(&mut self) -> SchedView {
+        let mut view = std::mem::take(&mut self.view);
+        view.tick = self.tick;
+        view.tasks.truncate(self.tasks.len());
+        for (i, t) in self.tasks.iter().enumerate() {
+            let Some(v) = view.tasks.get_mut(i) else {
+                view.tasks.push(Self::task_view(t));
+                continue;
+            };
+            // A reused slot holds another task: its name changes (a pointer compare, no copy).
+            if !std::sync::Arc::ptr_eq(&v.name, &t.name) {
+                v.name = t.name.clone();
+            }
+            v.pid = t.pid;
+            v.nice = t.nice;
+            v.runnable = t.state == State::Runnable;
+            v.running_on = t.running_on;
+            v.last_cpu = t.last_cpu;
+            v.ticks_run = t.ticks_run;
+            v.slice_left = t.counter as f64 / TICK_UNITS as f64;
+            v.ipc_average = t.ipc_average;
+            v.pr_estimate = t.pr_estimate;
         }
+        view.current.clear();
+        view.current.extend(self.cpus.iter().map(|c| c.current));
+        if view.package_of.is_empty() {
+            // Fixed for the run.
+            view.package_of = self.package_of.clone();
+            view.online = self.online.clone();
+            view.siblings_of = self.siblings_of.clone();
+        }
+        view
+    }
+
+    fn task_view(t: &super::Task) -> TaskView {
+        TaskView {
+            pid: t.pid,
+            name: t.name.clone(),
+            nice: t.nice,
+            runnable: t.state == State::Runnable,
+            running_on: t.running_on,
+            last_cpu: t.last_cpu,
+            ticks_run: t.ticks_run,
+            slice_left: t.counter as f64 / TICK_UNITS as f64,
+            ipc_average: t.ipc_average,
+            pr_estimate: t.pr_estimate,
+        }
+    }
+
+    /// Keeps the view for the next [`OsSim::take_view`].
+    pub(super) fn put_view(&mut self, view: SchedView) {
+        self.view = view;
     }
 
     /// The estimates the hooks ask for.
@@ -59,7 +89,7 @@ impl OsSim<'_> {
     pub(super) fn tick_linux24(&mut self) {
         let estimates = self.hook_estimates();
         // Only a policy that charges fractions of a tick needs a view to charge by.
-        let charge_view = self.fractional.then(|| self.sched_view());
+        let charge_view = self.fractional.then(|| self.take_view());
         for (c, t) in self.running() {
             self.count_tick(c, t);
             if estimates == Estimates::PerTick {
@@ -82,23 +112,26 @@ impl OsSim<'_> {
                 self.cpus[c].need_resched = true;
             }
         }
+        if let Some(view) = charge_view {
+            self.put_view(view);
+        }
         if !self.hooks {
             return;
         }
-        let view = self.sched_view();
-        let Some(h) = self.policy.linux24() else {
-            return;
-        };
-        for c in 0..self.cpus.len() {
-            if self.online[c] {
-                h.tick(c, &view);
-            }
-        }
-        if h.take_resched_request() {
+        let view = self.take_view();
+        if let Some(h) = self.policy.linux24() {
             for c in 0..self.cpus.len() {
-                self.cpus[c].need_resched |= self.online[c];
+                if self.online[c] {
+                    h.tick(c, &view);
+                }
+            }
+            if h.take_resched_request() {
+                for c in 0..self.cpus.len() {
+                    self.cpus[c].need_resched |= self.online[c];
+                }
             }
         }
+        self.put_view(view);
     }
 
     /// The `__switch_to` hook: estimates for the package's running tasks, before the switch.
@@ -117,16 +150,17 @@ impl OsSim<'_> {
             }
             self.charge_estimate(cpu, ests.len() as u32);
         }
-        let view = self.sched_view();
+        let view = self.take_view();
         if let Some(h) = self.policy.linux24() {
             h.switching(cpu, prev, next, &ests, &view);
         }
+        self.put_view(view);
     }
 
     pub(super) fn pick_linux24(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
-        let view = self.sched_view();
+        let view = self.take_view();
         let prev_mm = prev.map(|p| self.tasks[p].mm);
-        loop {
+        let best = loop {
             let mut best: Option<TaskId> = None;
             let mut c: i64 = -1000;
             let mut any = false;
@@ -158,8 +192,10 @@ impl OsSim<'_> {
                 self.metrics.epochs += 1;
                 continue;
             }
-            return best;
-        }
+            break best;
+        };
+        self.put_view(view);
+        best
     }
 
     fn goodness(&mut self, t: TaskId, cpu: CpuId, prev_mm: Option<u32>, view: &SchedView) -> i64 {
@@ -190,13 +226,14 @@ impl OsSim<'_> {
     }
 
     pub(super) fn wake_linux24(&mut self, t: TaskId) {
-        let view = self.sched_view();
+        let view = self.take_view();
         let hint = match self.policy.linux24() {
             Some(h) if self.hooks => h.select_cpu(t, self.tasks[t].last_cpu, &view),
             _ => None,
         }
         .filter(|&c| self.tasks[t].allowed[c]);
         self.reschedule_idle(t, hint, &view);
+        self.put_view(view);
     }
 
     /// Linux 2.4 `reschedule_idle()`.

@@ -277,7 +277,7 @@ struct Family {
 struct Task {
     /// Index of the benchmark (task-set entry) it belongs to.
     bench: usize,
-    name: String,
+    name: Arc<str>,
     pid: u32,
     /// The tick it was created in: with the pid, its [`crate::policy::TaskKey`].
     start_tick: u64,
@@ -411,6 +411,8 @@ pub struct OsSim<'a> {
     rate_memo: std::collections::HashMap<Vec<Option<Occupant>>, Vec<Option<ThreadRate>>>,
     /// Interrupts and requests: the kernel's own work.
     kernel: server::KernelWork,
+    /// The Linux 2.4 hooks' view, kept to be refreshed in place (see `take_view`).
+    view: crate::policy::SchedView,
 }
 
 impl<'a> OsSim<'a> {
@@ -561,6 +563,7 @@ impl<'a> OsSim<'a> {
             window_cpu: None,
             rate_memo: Default::default(),
             kernel,
+            view: Default::default(),
             config,
         };
         // Warm the oracle with every situation of up to one task per CPU of a core.
@@ -631,7 +634,7 @@ impl<'a> OsSim<'a> {
         let phase_left = self.phase_cycles[bench][0];
         let task = Task {
             bench,
-            name: spec.display_name(),
+            name: spec.display_name().into(),
             pid,
             start_tick: self.tick,
             workload: bench as u32,
@@ -814,10 +817,11 @@ impl<'a> OsSim<'a> {
                 self.on_tick();
                 debug_assert!(self.consistent(), "after the tick at {}", self.now);
                 if plan_period > 0 && self.tick.is_multiple_of(plan_period) {
-                    let view = self.sched_view();
+                    let view = self.take_view();
                     if let Some(h) = self.policy.linux24() {
                         h.plan(&view);
                     }
+                    self.put_view(view);
                 }
             }
             if self.periods.next_at().is_some_and(|p| self.now >= p - 1e-6) {
@@ -1253,7 +1257,7 @@ impl<'a> OsSim<'a> {
                 cpu,
                 from: prev.map(|p| self.tasks[p].pid),
                 to: next.map(|n| self.tasks[n].pid),
-                to_name: next.map(|n| self.tasks[n].name.clone()),
+                to_name: next.map(|n| self.tasks[n].name.to_string()),
             });
         }
         self.rates_valid = false;

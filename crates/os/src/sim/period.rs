@@ -162,7 +162,7 @@ impl OsSim<'_> {
             }
             samples.push(TaskSample {
                 key: self.key(t),
-                label: task.name.clone(),
+                label: task.name.to_string(),
                 trust: task.trust.clone(),
                 nice: task.nice,
                 runnable: task.state == State::Runnable,
