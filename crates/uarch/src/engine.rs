@@ -1163,7 +1163,12 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
         let mut issued = 0;
         let mut k = 0;
         while k < n && issued < width {
-            let ci = (core.rr_next + k) % n;
+            // (rr_next + k) mod n, without a division: both are below n.
+            let ci = if core.rr_next + k >= n {
+                core.rr_next + k - n
+            } else {
+                core.rr_next + k
+            };
             k += 1;
             let ctx = &mut core.contexts[ci];
             if ctx.queue.is_empty() || ctx.ready_at > now {
@@ -1209,7 +1214,7 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 continue;
             }
             issued += 1;
-            core.rr_next = (ci + 1) % n;
+            core.rr_next = if ci + 1 == n { 0 } else { ci + 1 };
             let mut ready = now + 1.0;
             if in_run {
                 // Plain instruction; the run's FP operations come first.
