@@ -11,6 +11,10 @@ pub fn nice_to_ticks(nice: i32) -> i64 {
     (((20 - nice) >> 2) + 1) as i64
 }
 
+/// MAX_COUNTER at HZ = 100 (`20*HZ/100` ticks, include/linux/sched.h): the most slice a parent
+/// may hold after taking back its children's.
+pub const MAX_COUNTER_TICKS: i64 = 20;
+
 impl OsSim<'_> {
     /// What the hooks see now. The view is kept between calls and refreshed in place (the
     /// hooks are consulted at every tick, pick and wake: building it anew each time was a fifth

@@ -1034,6 +1034,13 @@ impl<'a> OsSim<'a> {
                 parent: Some(p), ..
             }) => {
                 self.leave_runnable(t, State::Exited);
+                if self.config.baseline == Baseline::Linux24 {
+                    // release_task(): the parent reaping the child takes back what is left of
+                    // the slice it gave away at fork, up to MAX_COUNTER.
+                    let back = self.tasks[t].counter;
+                    let parent = &mut self.tasks[p].counter;
+                    *parent = (*parent + back).min(linux24::MAX_COUNTER_TICKS * TICK_UNITS);
+                }
                 self.cpus[cpu].need_resched = true;
                 if let Some(pf) = self.tasks[p].family.as_mut() {
                     pf.child = None;
