@@ -394,3 +394,66 @@ fn a_family_of_short_children_keeps_its_share_because_exiting_children_give_back
         "family {family}, hog {hog}"
     );
 }
+
+#[test]
+fn a_make_runs_to_fork_each_child_and_the_child_starts_on_its_cpu() {
+    // Linux 2.4: the parent forks while it runs, and the child inherits its CPU
+    // (`p->processor = current->processor`) and with it goodness's same-CPU bonus. A `make` of
+    // short children beside two hogs on two sibling CPUs: the make is switched in once before
+    // every child (to reap the last and fork the next), and the child's first run is on the
+    // CPU the make just ran on (unless the other CPU rescheduled at that very moment).
+    let m = northwood();
+    let mx = matrix(&["cc", "hog"], &|_, _| 0.5);
+    let mut make = task("cc", 0);
+    make.fork = Some(smtsched_os::taskset::ForkSpec {
+        children: 1000,
+        child_seconds: 0.02,
+    });
+    let set = TaskSetSpec {
+        name: "t".into(),
+        tasks: vec![make, task("hog", 0), task("hog", 0)],
+        groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
+        profiles: Vec::new(),
+    };
+    let mut cfg = config(Baseline::Linux24, 30.0, "2-3", 1);
+    cfg.record_timeline = true;
+    let r = run(&m, &mx, &set, PolicyName::Naive, cfg);
+    // The make and its children carry its name; the make has the lowest pid.
+    let make_pid = r
+        .timeline
+        .iter()
+        .filter(|s| s.to_name.as_deref() == Some("cc"))
+        .filter_map(|s| s.to)
+        .min()
+        .expect("the family runs");
+    let hogs: Vec<u32> = r
+        .timeline
+        .iter()
+        .filter(|s| s.to_name.as_deref() == Some("hog"))
+        .filter_map(|s| s.to)
+        .collect();
+    let mut make_cpu = None;
+    let mut seen = std::collections::BTreeSet::new();
+    let (mut children, mut on_make_cpu) = (0, 0);
+    for s in &r.timeline {
+        let Some(to) = s.to else { continue };
+        if to == make_pid {
+            make_cpu = Some(s.cpu);
+        } else if !hogs.contains(&to) && seen.insert(to) {
+            children += 1;
+            on_make_cpu += (Some(s.cpu) == make_cpu) as u32;
+        }
+    }
+    let make_runs = r.timeline.iter().filter(|s| s.to == Some(make_pid)).count();
+    assert!(children > 100, "{children} children");
+    assert!(
+        make_runs >= children,
+        "make ran {make_runs} times for {children} children"
+    );
+    assert!(
+        on_make_cpu as f64 >= 0.95 * children as f64,
+        "{on_make_cpu} of {children} children started on the make's CPU"
+    );
+}

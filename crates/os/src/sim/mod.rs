@@ -271,6 +271,9 @@ struct Family {
     child: Option<TaskId>,
     /// For a child: its parent.
     parent: Option<TaskId>,
+    /// For a parent on Linux 2.4: the slice its exited child left, taken back when the parent
+    /// next runs and reaps it (`release_task()`).
+    refund: i64,
 }
 
 #[derive(Clone, Debug)]
@@ -739,6 +742,7 @@ impl<'a> OsSim<'a> {
                     child_cycles: run,
                     child: None,
                     parent: None,
+                    refund: 0,
                 });
             }
             self.tasks[id].state = State::Blocked { until: start };
@@ -1034,16 +1038,11 @@ impl<'a> OsSim<'a> {
                 parent: Some(p), ..
             }) => {
                 self.leave_runnable(t, State::Exited);
-                if self.config.baseline == Baseline::Linux24 {
-                    // release_task(): the parent reaping the child takes back what is left of
-                    // the slice it gave away at fork, up to MAX_COUNTER.
-                    let back = self.tasks[t].counter;
-                    let parent = &mut self.tasks[p].counter;
-                    *parent = (*parent + back).min(linux24::MAX_COUNTER_TICKS * TICK_UNITS);
-                }
                 self.cpus[cpu].need_resched = true;
+                let left = self.tasks[t].counter;
                 if let Some(pf) = self.tasks[p].family.as_mut() {
                     pf.child = None;
+                    pf.refund = left;
                 }
                 self.become_runnable(p);
             }
@@ -1069,21 +1068,19 @@ impl<'a> OsSim<'a> {
                 }
             }
         }
-        // Family parents that are runnable without a child fork one (or finish their run).
-        for t in 0..self.tasks.len() {
-            let ready = self.tasks[t].state == State::Runnable
-                && matches!(
-                    &self.tasks[t].family,
-                    Some(Family {
-                        parent: None,
-                        child: None,
-                        ..
-                    })
-                );
-            if ready {
-                self.fork_next(t);
-            }
-        }
+    }
+
+    /// Whether `t` is a family parent with no child: it forks one (or ends its run) when it runs.
+    fn ready_to_fork(&self, t: TaskId) -> bool {
+        self.tasks[t].state == State::Runnable
+            && matches!(
+                &self.tasks[t].family,
+                Some(Family {
+                    parent: None,
+                    child: None,
+                    ..
+                })
+            )
     }
 
     /// A `make`-like parent: fork the next child, or complete a run when all have finished.
@@ -1102,7 +1099,17 @@ impl<'a> OsSim<'a> {
             }
             return self.fork_next(p);
         }
+        if self.config.baseline == Baseline::Linux24 {
+            // release_task(): reaping the last child, the parent takes back what is left of the
+            // slice it gave it, up to MAX_COUNTER.
+            let counter = &mut self.tasks[p].counter;
+            *counter = (*counter + f.refund).min(linux24::MAX_COUNTER_TICKS * TICK_UNITS);
+        }
+        if let Some(ff) = self.tasks[p].family.as_mut() {
+            ff.refund = 0;
+        }
         let bench = self.tasks[p].bench;
+        // The child starts on the parent's CPU (do_fork: `p->processor = current->processor`).
         let child = self.new_task(bench, f.child_cycles, Some(p));
         self.tasks[child].family = Some(Family {
             children: 0,
@@ -1110,6 +1117,7 @@ impl<'a> OsSim<'a> {
             child_cycles: f.child_cycles,
             child: None,
             parent: Some(p),
+            refund: 0,
         });
         // Linux 2.4 fork: the parent's remaining slice is split with the child.
         let pc = self.tasks[p].counter;
@@ -1210,16 +1218,24 @@ impl<'a> OsSim<'a> {
 
     /// `schedule()` on `cpu`.
     fn schedule(&mut self, cpu: CpuId) {
-        self.cpus[cpu].need_resched = false;
-        match self.config.baseline {
-            Baseline::Linux24 => {
-                let prev = self.cpus[cpu].current;
-                let next = self.pick_linux24(cpu, prev);
-                if next != prev {
-                    self.switch(cpu, prev, next);
+        loop {
+            self.cpus[cpu].need_resched = false;
+            match self.config.baseline {
+                Baseline::Linux24 => {
+                    let prev = self.cpus[cpu].current;
+                    let next = self.pick_linux24(cpu, prev);
+                    if next != prev {
+                        self.switch(cpu, prev, next);
+                    }
                 }
+                Baseline::Modern => self.schedule_modern(cpu),
             }
-            Baseline::Modern => self.schedule_modern(cpu),
+            // A `make` that has won the CPU reaps its child and forks the next one from here
+            // (in no time: its own work between children is not modelled), then waits for it.
+            match self.cpus[cpu].current {
+                Some(t) if self.ready_to_fork(t) => self.fork_next(t),
+                _ => return,
+            }
         }
     }
 
