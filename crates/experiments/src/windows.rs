@@ -17,10 +17,12 @@ use smtsched_estimate::ols::SelectionRule;
 use smtsched_estimate::simulate::{simulate_windows, WindowProtocol, THESIS_HELDOUT, THESIS_TRAIN};
 use smtsched_estimate::validate::{validate as validate_estimates, Validation};
 use smtsched_estimate::{EstimateError, WindowRecord, WindowSet};
+use smtsched_model::memo::Memo;
 use smtsched_model::{MachineModel, WorkloadProfile};
 use smtsched_os::LinearModel;
 use smtsched_uarch::Workload;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 /// The `[windows]` table.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
@@ -167,6 +169,24 @@ pub fn validate(spec: &WindowsSpec, kind: ExperimentKind) -> Result<(), String> 
 
 /// Windows of every ordered pair of `programs` on `m`.
 pub fn windows_of(
+    m: &MachineModel,
+    programs: &[WorkloadProfile],
+    spec: &WindowsSpec,
+    seed: u64,
+    progress: &(dyn Fn() + Sync),
+) -> Result<WindowSet, EstimateError> {
+    // The phases and estimator experiments simulate the same training windows: once a process.
+    static SIMULATED: LazyLock<Memo<String, WindowSet>> = LazyLock::new(Memo::default);
+    let key = format!(
+        "{m:?}\n{programs:?}\n{} {} {} {} {:?} {seed}",
+        spec.warmup_instructions, spec.instructions, spec.windows, spec.runs, spec.sample_cycles
+    );
+    SIMULATED.get_or_try(key, || {
+        simulate_windows_of(m, programs, spec, seed, progress)
+    })
+}
+
+fn simulate_windows_of(
     m: &MachineModel,
     programs: &[WorkloadProfile],
     spec: &WindowsSpec,

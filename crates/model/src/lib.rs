@@ -18,6 +18,7 @@ pub mod events;
 pub mod loader;
 pub mod machine;
 pub mod matrix;
+pub mod memo;
 pub mod rates;
 pub mod topology;
 pub mod workload;

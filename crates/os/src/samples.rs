@@ -5,11 +5,12 @@
 //! (and a sweep, or `train`) simulates each such sample once instead of once per experiment.
 //! Results are identical with or without sharing; only the time taken differs.
 
+use smtsched_model::memo::Memo;
 use smtsched_model::rates::ThreadRate;
 use smtsched_model::{MachineModel, WorkloadProfile};
 use smtsched_uarch::protocol::Protocol;
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::sync::{LazyLock, Mutex};
 
 /// A machine or profile, known by its full description as `Debug` prints it (every field, floats
 /// exactly, NaN and infinities apart): two descriptions that differ in any field are different.
@@ -47,15 +48,13 @@ impl SampleKey {
     }
 }
 
-type Cells<K, V> = Mutex<HashMap<K, Arc<OnceLock<V>>>>;
-
 /// The process's shared samples.
 #[derive(Default)]
 pub struct SharedSamples {
     ids: Mutex<HashMap<String, DescriptionId>>,
-    runs: Cells<SampleKey, Vec<ThreadRate>>,
+    runs: Memo<SampleKey, Vec<ThreadRate>>,
     /// A thread alone: its solo IPC and last-level-cache footprint in lines.
-    solos: Cells<SampleKey, (f64, usize)>,
+    solos: Memo<SampleKey, (f64, usize)>,
     /// Samples simulated so far (runs together, solo runs).
     simulated: Mutex<(u64, u64)>,
 }
@@ -89,7 +88,7 @@ impl SharedSamples {
         key: SampleKey,
         simulate: impl FnOnce() -> Vec<ThreadRate>,
     ) -> Vec<ThreadRate> {
-        once(&self.runs, key, || {
+        self.runs.get_or(key, || {
             self.simulated.lock().expect("samples lock").0 += 1;
             simulate()
         })
@@ -97,7 +96,7 @@ impl SharedSamples {
 
     /// A solo sample's IPC and footprint, as [`SharedSamples::run`].
     pub fn solo(&self, key: SampleKey, simulate: impl FnOnce() -> (f64, usize)) -> (f64, usize) {
-        once(&self.solos, key, || {
+        self.solos.get_or(key, || {
             self.simulated.lock().expect("samples lock").1 += 1;
             simulate()
         })
@@ -107,19 +106,4 @@ impl SharedSamples {
     pub fn simulated(&self) -> (u64, u64) {
         *self.simulated.lock().expect("samples lock")
     }
-}
-
-/// The value of `key`, computed once in the process (callers of a key being computed wait).
-fn once<K: Eq + std::hash::Hash, V: Clone>(
-    cells: &Cells<K, V>,
-    key: K,
-    make: impl FnOnce() -> V,
-) -> V {
-    let cell = cells
-        .lock()
-        .expect("samples lock")
-        .entry(key)
-        .or_default()
-        .clone();
-    cell.get_or_init(make).clone()
 }
