@@ -6,11 +6,31 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
 
 /// Values by key, each computed at most once unless its computation fails.
 pub struct Memo<K, V> {
-    cells: Mutex<HashMap<K, Arc<Mutex<Option<V>>>>>,
+    cells: Mutex<HashMap<K, Arc<Cell<V>>>>,
+}
+
+/// One key's value, and who is computing it.
+struct Cell<V> {
+    state: Mutex<(Option<V>, Option<ThreadId>)>,
+    done: Condvar,
+}
+
+impl<V> Default for Cell<V> {
+    fn default() -> Self {
+        Cell {
+            state: Mutex::new((None, None)),
+            done: Condvar::new(),
+        }
+    }
+}
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl<K, V> Default for Memo<K, V> {
@@ -23,22 +43,37 @@ impl<K, V> Default for Memo<K, V> {
 
 impl<K: Eq + Hash, V: Clone> Memo<K, V> {
     /// The value of `key`: computed by `make` the first time, remembered when it succeeds. A
-    /// caller asking for a key another is computing waits for that result.
+    /// caller asking for a key another thread is computing waits for that result. No lock is
+    /// held while `make` runs, and a thread asked for a key it is itself computing (a thread
+    /// pool can run another task inside a computation that waits for its parallel parts)
+    /// computes it again rather than wait for itself.
     pub fn get_or_try<E>(&self, key: K, make: impl FnOnce() -> Result<V, E>) -> Result<V, E> {
-        let cell = self
-            .cells
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(key)
-            .or_default()
-            .clone();
-        let mut slot = cell.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(v) = slot.as_ref() {
-            return Ok(v.clone());
+        let cell = locked(&self.cells).entry(key).or_default().clone();
+        let me = std::thread::current().id();
+        let mut state = locked(&cell.state);
+        loop {
+            match &*state {
+                (Some(v), _) => return Ok(v.clone()),
+                (None, None) => break,
+                (None, Some(t)) if *t == me => {
+                    drop(state);
+                    return make();
+                }
+                (None, Some(_)) => {
+                    state = cell.done.wait(state).unwrap_or_else(|p| p.into_inner());
+                }
+            }
         }
-        let v = make()?;
-        *slot = Some(v.clone());
-        Ok(v)
+        state.1 = Some(me);
+        drop(state);
+        let made = make();
+        let mut state = locked(&cell.state);
+        state.1 = None;
+        if let Ok(v) = &made {
+            state.0 = Some(v.clone());
+        }
+        cell.done.notify_all();
+        made
     }
 
     /// [`Memo::get_or_try`] for a computation that cannot fail.
@@ -51,10 +86,10 @@ impl<K: Eq + Hash, V: Clone> Memo<K, V> {
 
     /// How many keys have a value.
     pub fn len(&self) -> usize {
-        let cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+        let cells = locked(&self.cells);
         cells
             .values()
-            .filter(|c| c.lock().map(|v| v.is_some()).unwrap_or(false))
+            .filter(|c| locked(&c.state).0.is_some())
             .count()
     }
 
@@ -97,5 +132,13 @@ mod tests {
         assert!(memo.is_empty());
         assert_eq!(memo.get_or_try("k", || Ok::<u32, &str>(7)), Ok(7));
         assert_eq!(memo.get_or_try("k", || Err::<u32, &str>("again")), Ok(7));
+    }
+
+    #[test]
+    fn a_thread_asked_for_the_key_it_is_computing_computes_it_rather_than_wait_for_itself() {
+        let memo: Memo<u32, u32> = Memo::default();
+        let v = memo.get_or(1, || memo.get_or(1, || 5) + 1);
+        assert_eq!(v, 6);
+        assert_eq!(memo.get_or(1, || 0), 6);
     }
 }
