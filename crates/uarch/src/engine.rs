@@ -281,10 +281,14 @@ impl Context {
         }
     }
 
-    /// Moves this context's clock to `until`, counting the wait as a stall of thread `t`.
+    /// Moves this context's clock to `until`, counting the wait as a stall of thread `t` (a
+    /// count that saturates: a machine description may make a wait astronomically long).
     fn stall(&mut self, t: &mut SwThread, until: f64) {
         if until > self.now {
-            t.counters.stall_cycles += (until - self.now) as u64;
+            t.counters.stall_cycles = t
+                .counters
+                .stall_cycles
+                .saturating_add((until - self.now) as u64);
             self.record_stall(self.now, until);
             self.now = until;
         }
@@ -1191,7 +1195,10 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                         // The kernel entry's mode switch: the context waits, the others issue.
                         t.counters.kernel_entries += 1;
                         ctx.ready_at = now + core.mode_switch;
-                        t.counters.stall_cycles += core.mode_switch as u64;
+                        t.counters.stall_cycles = t
+                            .counters
+                            .stall_cycles
+                            .saturating_add(core.mode_switch as u64);
                         if core.mode_switch > 0.0 {
                             continue;
                         }
@@ -1209,7 +1216,10 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
             // Fetch; a miss makes the context wait and it issues this instruction later.
             let fetched = ctx.fetch(t, mem, pc, last, now);
             if fetched > now {
-                t.counters.stall_cycles += (fetched - now) as u64;
+                t.counters.stall_cycles = t
+                    .counters
+                    .stall_cycles
+                    .saturating_add((fetched - now) as u64);
                 ctx.ready_at = fetched;
                 continue;
             }
@@ -1263,7 +1273,10 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 }
                 t.pending = None;
             }
-            t.counters.stall_cycles += (ready - now - 1.0) as u64;
+            t.counters.stall_cycles = t
+                .counters
+                .stall_cycles
+                .saturating_add((ready - now - 1.0) as u64);
             t.counters.instructions += 1;
             if t.kernel {
                 t.counters.kernel_instructions += 1;

@@ -263,3 +263,15 @@ fn a_sibling_that_misses_in_the_l2_slows_a_cache_sensitive_thread() {
     assert!(r.threads[0].window.l2_misses > 2 * alone.window.l2_misses);
     assert!(r.threads[0].ipc() < 0.7 * alone.ipc());
 }
+
+#[test]
+fn an_absurdly_slow_bus_gives_saturated_stall_counts_not_a_crash() {
+    // 1e-300 bytes per cycle: a memory transfer takes ~1e302 cycles, a stall longer than a
+    // 64-bit count holds. The run must finish with its time finite and its stall count
+    // saturated at the type's limit (found by the property test over machine files).
+    let m = machine("northwood", &["memory.bus_bytes_per_cycle=1e-300"]);
+    let w = smtsched_model::load_workload("mcf-like", &[]).unwrap();
+    let r = solo(&m, &w, 0, 0, &proto(0, 5_000)).expect("the run completes");
+    assert_eq!(r.window.stall_cycles, u64::MAX);
+    assert!(r.window.cycles.is_finite() && r.window.cycles > 1e300);
+}
