@@ -31,21 +31,11 @@ pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
+        let what = format!("cannot write {}", p.display());
         if !dir.is_dir() {
-            return Err(bad_input(format!(
-                "cannot write {}: no directory {}",
-                p.display(),
-                dir.display()
-            )));
+            return Err(bad_input(format!("{what}: no directory {}", dir.display())));
         }
-        if !writable_dir(dir) {
-            return Err(bad_input(format!(
-                "cannot write {}: {} does not take new files ({})",
-                p.display(),
-                dir.display(),
-                std::io::Error::last_os_error()
-            )));
-        }
+        takes_files(dir, &what)?;
     }
     Ok(())
 }
@@ -63,22 +53,14 @@ pub(crate) fn check_output_dir(dir: &Path, flag: &str) -> Result<()> {
             }
         }
     }
+    let what = format!("{flag} {}", dir.display());
     if !existing.is_dir() {
         return Err(bad_input(format!(
-            "{flag} {}: {} is not a directory",
-            dir.display(),
+            "{what}: {} is not a directory",
             existing.display()
         )));
     }
-    if !writable_dir(existing) {
-        return Err(bad_input(format!(
-            "{flag} {}: {} does not take new files ({})",
-            dir.display(),
-            existing.display(),
-            std::io::Error::last_os_error()
-        )));
-    }
-    Ok(())
+    takes_files(existing, &what)
 }
 
 /// Makes the output directory `dir` (see [`check_output_dir`]).
@@ -86,15 +68,21 @@ pub(crate) fn make_output_dir(dir: &Path, flag: &str) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("{flag} {}: {e}", dir.display())))
 }
 
-/// Whether this process may create files in `dir` (access(2), which also answers for a
-/// read-only file system).
-fn writable_dir(dir: &Path) -> bool {
+/// Whether this process may create files in the directory `dir` (access(2), which also answers
+/// for a read-only file system); `what` heads the refusal.
+fn takes_files(dir: &Path, what: &str) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes());
+    // SAFETY: the path is a valid NUL-terminated string for the duration of the call.
+    let ok = path.is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0);
+    if ok {
+        return Ok(());
+    }
+    Err(bad_input(format!(
+        "{what}: {} does not take new files ({})",
+        dir.display(),
+        std::io::Error::last_os_error()
+    )))
 }
 
 /// Writes an output file atomically, naming it in any error.
