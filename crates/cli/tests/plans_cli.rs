@@ -223,6 +223,11 @@ fn a_value_outside_a_flags_set_is_one_line_naming_flag_and_value() {
             "aic",
         ),
         (
+            &["train", "fit", "w.csv", "--features", "loads_subj,tlb_subj"],
+            "--features",
+            "tlb_subj",
+        ),
+        (
             &["trace", "crosscheck", "--D1", "32768,8", "--", "true"],
             "--D1",
             "32768,8",

@@ -40,6 +40,17 @@ impl std::str::FromStr for Alpha {
     }
 }
 
+/// `--features`: `thesis`, `all` or a comma-separated list of feature names.
+#[derive(Clone, Debug)]
+pub struct Features(Vec<Feature>);
+
+impl std::str::FromStr for Features {
+    type Err = smtsched_estimate::EstimateError;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        parse_features(text).map(Features)
+    }
+}
+
 /// `--select`: how features are dropped.
 #[derive(Clone, Copy, Debug)]
 pub enum Selection {
@@ -67,7 +78,7 @@ pub struct FitArgs {
     /// Features: `thesis` (TC/L1I, LLC, FP, instructions and L1D of subject and background),
     /// `all` (every event), or a comma-separated list such as llc_misses_subj,instructions_back.
     #[arg(long, default_value = "thesis")]
-    pub features: String,
+    pub features: Features,
     /// How features are dropped, one at a time (backward elimination): `p-value` (the thesis:
     /// while some p-value exceeds --alpha) or `program-cv` (while dropping one lowers the
     /// leave-one-program-out error; needs windows of 3 or more subject workloads).
@@ -104,11 +115,10 @@ impl Plan for FitPlan {
     fn from_args(a: FitArgs) -> Result<Self> {
         check_outputs([a.output.as_deref()])?;
         let set = read_windows(&a.windows)?;
-        let features = parse_features(&a.features)?;
         let machine = set.meta("machine").unwrap_or("unknown").to_string();
         Ok(FitPlan {
             file: a.windows.display().to_string(),
-            features,
+            features: a.features.0,
             rule: match a.select {
                 Selection::ProgramCv => SelectionRule::ProgramCv,
                 Selection::PValue => SelectionRule::by_p_value(a.alpha.0),
