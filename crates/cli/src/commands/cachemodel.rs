@@ -80,8 +80,6 @@ impl ModelArgs {
         Ok(Models {
             machine: machine(&self.machine, &self.set)?,
             options: self.options(),
-            solver: self.model,
-            json: self.json,
             opts: self,
         })
     }
@@ -171,9 +169,7 @@ pub enum Action {
 pub struct Models {
     machine: MachineModel,
     options: ModelOptions,
-    solver: Solver,
-    json: bool,
-    /// The options as given (seed, windows).
+    /// The options as given (seed, windows, single-cache model, --json).
     opts: ModelArgs,
 }
 
@@ -339,11 +335,11 @@ impl CachemodelPlan {
                     &threads,
                     &numbered,
                     cpus,
-                    models.solver,
+                    models.opts.model,
                     o.seed,
                     o.cycles(),
                 )?;
-                if models.json {
+                if models.opts.json {
                     return json_text(&r);
                 }
                 Ok(group_text(&r, &threads, &Geometry::of(m)))
@@ -355,7 +351,7 @@ impl CachemodelPlan {
             } => {
                 let threads = models.build(&number_copies(&refs(workloads)))?;
                 let g = search_groups(&threads, *contexts, Geometry::of(&models.machine).llc_lines);
-                if models.json {
+                if models.opts.json {
                     return json_text(&g);
                 }
                 Ok(groups_text(&g, &models.machine))
@@ -369,9 +365,9 @@ impl CachemodelPlan {
 
 fn histogram(models: &Models, w: &dyn Workload) -> Result<String> {
     let threads = models.build(&number_copies(&[w]))?;
-    let (t, m, solver) = (&threads[0], &models.machine, models.solver);
+    let (t, m, solver) = (&threads[0], &models.machine, models.opts.model);
     let geom = Geometry::of(m);
-    if models.json {
+    if models.opts.json {
         return json_text(&serde_json::json!({
             "thread": t.label,
             "machine": m.name,
