@@ -61,7 +61,7 @@ pub enum Command {
     /// Measure co-run interference on this real machine (thesis §3.3.1 protocol).
     ///
     /// Example: smtsched measure pairs --workloads pointer-chase,stream-triad
-    Measure(crate::commands::host::MeasureArgs),
+    Measure(crate::commands::measure::MeasureArgs),
     /// Reuse-distance cache models (Fedorova et al. 2005): histograms, predicted against simulated
     /// miss ratios of thread groups, and the balance-set group search.
     ///
@@ -163,7 +163,7 @@ pub enum ShowAction {
         name: String,
         /// Override a field before use: KEY=VALUE with a dotted key, e.g. cache.L2.size_bytes=98304.
         #[arg(long = "set", value_name = "KEY=VALUE")]
-        set: Vec<String>,
+        set: Vec<smtsched_model::Override>,
     },
 }
 
@@ -181,7 +181,7 @@ pub struct MachineArgs {
     /// Override a machine field: KEY=VALUE with a dotted key (repeatable),
     /// e.g. --set topology.cores_per_package=2.
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    pub set: Vec<smtsched_model::Override>,
 }
 
 impl MachineArgs {
@@ -239,7 +239,7 @@ pub struct CorunArgs {
     /// Logical CPU of each thread in order, kernel list syntax (`2,3`, `0-3`); a CPU named twice
     /// is time-shared. Default: two threads on sibling threads of one core, else CPUs 0, 1, ….
     #[arg(long, alias = "placement", value_name = "LIST")]
-    pub cpus: Option<String>,
+    pub cpus: Option<smtsched_model::CpuSequence>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -360,8 +360,8 @@ pub struct RunArgs {
     pub oracle: smtsched_os::oracle::OracleSpec,
     /// Kernel build the workloads' kernel work runs on: `smp` (spinlocks and atomics execute
     /// locked instructions) or `up` (they compile away), as Ruan et al.'s 1T-SMP and 1T-UP.
-    #[arg(long, default_value = "smp", value_parser = ["smp", "up"])]
-    pub kernel: String,
+    #[arg(long, default_value = "smp", value_parser = kernel_build())]
+    pub kernel: smtsched_model::KernelBuild,
     /// Estimator for the policies: `machine` (the regression fitted on the machine simulated by
     /// the thesis's method, `models/MACHINE.toml`; the default where one is shipped), `thesis`
     /// (the published Northwood regression; the default elsewhere), `perfect` (the oracle's true
@@ -394,7 +394,7 @@ pub struct RunArgs {
     /// What decision views say of co-runners: `exact` (what the simulator knows) or `inferred`
     /// (estimated from CPU time and last CPU, as the live agent must).
     #[arg(long, default_value = "exact")]
-    pub corunners: String,
+    pub corunners: smtsched_os::sim::Corunners,
     /// Write each decision period's view and decisions as JSON lines (the first policy's first
     /// repetition; the format of `agent run --log`).
     #[arg(long, value_name = "FILE")]
@@ -462,6 +462,12 @@ pub struct ReproduceArgs {
     /// With `--slurm`: where shard files, logs and the report go.
     #[arg(long, requires = "slurm", value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+}
+
+/// `--kernel`: a kernel build, its possible values listed in the help.
+fn kernel_build() -> impl clap::builder::TypedValueParser<Value = smtsched_model::KernelBuild> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(["smp", "up"]).map(|s| s.parse().expect("a possible value"))
 }
 
 /// A number from 0 to 1 (finite).

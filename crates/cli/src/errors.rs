@@ -37,6 +37,8 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
                 .is_some_and(|e| e.is_bad_input())
             || c.downcast_ref::<smtsched_experiments::run::RunError>()
                 .is_some_and(|e| e.is_bad_input())
+            || c.downcast_ref::<smtsched_experiments::bench::BenchError>()
+                .is_some_and(|e| e.is_bad_input())
             || c.downcast_ref::<smtsched_estimate::EstimateError>()
                 .is_some_and(|e| e.is_bad_input())
             || matches!(

@@ -405,6 +405,22 @@ fn bad_input_is_refused_in_one_line_before_anything_starts() {
             vec!["-o", "p.toml", "--profile-machine", "no-such-machine"],
             vec!["--profile-machine", "no-such-machine"],
         ),
+        // Output paths are checked before the server starts, not after the measurement.
+        (
+            vec!["--csv", "/nonexistent/runs.csv"],
+            vec![
+                "cannot write /nonexistent/runs.csv",
+                "no directory /nonexistent",
+            ],
+        ),
+        (
+            vec!["-o", "/nonexistent/p.toml"],
+            vec![
+                "cannot write /nonexistent/p.toml",
+                "no directory /nonexistent",
+            ],
+        ),
+        (vec!["--rate", "fast"], vec!["--rate", "fast"]),
     ];
     for (extra, needles) in cases {
         let mut args = vec!["measure", "server", "--duration", "1", "--state-dir"];

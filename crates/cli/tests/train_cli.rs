@@ -395,7 +395,7 @@ fn bad_input_is_one_line_and_exit_2() {
     );
     assert_bad_input(&o, &["unknown feature \"tlb_misses_subj\""]);
     let o = smtsched(d, &["train", "fit", "sing.csv", "--alpha", "2"]);
-    assert_bad_input(&o, &["--alpha 2"]);
+    assert_bad_input(&o, &["'--alpha <ALPHA>'", "'2'", "between 0 and 1"]);
     let o = smtsched(
         d,
         &["train", "validate", "sing.csv", "--estimator", "perfect"],

@@ -6,7 +6,57 @@ use crate::error::HostError;
 use crate::topology::Topology;
 use serde::Serialize;
 use smtsched_model::topology::CacheKind;
-use smtsched_model::{machine_from_source, CacheContents, CacheSpec, MachineModel, Origin, Source};
+use smtsched_model::{
+    load_machine, machine_from_source, CacheContents, CacheSpec, CpuNumbering, CpuSet,
+    MachineModel, Origin, Source,
+};
+
+/// A machine model of this host's shape, for simulations whose results depend on the shape
+/// alone (CPU shares without interference): the `smt2-modern` preset with the host's packages,
+/// cores and threads, its CPUs numbered as the host numbers them.
+pub fn host_shaped(topo: &Topology) -> Result<MachineModel, HostError> {
+    let n = topo.online.len() as u32;
+    if topo.online != (0..n).collect::<CpuSet>() {
+        return Err(HostError::bad(format!(
+            "the online CPUs ({}) are not numbered 0-{}: the simulator cannot mirror them",
+            topo.online,
+            n - 1
+        )));
+    }
+    let packages = topo.packages.len().max(1) as u32;
+    let threads = topo.threads_per_core().max(1) as u32;
+    let cores = (n / threads / packages).max(1);
+    if packages * cores * threads != n {
+        return Err(HostError::bad(format!(
+            "this machine's {n} CPUs are not {packages} package(s) of equal cores of {threads} thread(s)"
+        )));
+    }
+    let mut m = load_machine("smt2-modern", &[]).map_err(|e| HostError::bad(e.to_string()))?;
+    m.name = format!("this host ({packages}x{cores}x{threads})");
+    m.topology.packages = packages;
+    m.topology.cores_per_package = cores;
+    m.topology.threads_per_core = threads;
+    // Siblings are n and n+1, or n and n+cores: pick the numbering the host uses.
+    for numbering in [CpuNumbering::SiblingsAdjacent, CpuNumbering::ThreadMajor] {
+        m.topology.cpu_numbering = numbering;
+        if same_siblings(&m, topo) {
+            return Ok(m);
+        }
+    }
+    Err(HostError::bad(
+        "this machine numbers its sibling threads neither n,n+1 nor n,n+cores: the simulator cannot mirror it",
+    ))
+}
+
+/// Whether every CPU has the same siblings in `m` as on the host.
+fn same_siblings(m: &MachineModel, topo: &Topology) -> bool {
+    let n = topo.online.len() as u32;
+    let core = |c: u32| m.cpu_location(c).map(|l| l.core);
+    (0..n).all(|c| {
+        let sim: CpuSet = (0..n).filter(|&d| core(d) == core(c)).collect();
+        sim == topo.siblings_of(c)
+    })
+}
 
 /// The machine file text for `t`, with `template` supplying what sysfs does not describe.
 pub fn machine_toml(

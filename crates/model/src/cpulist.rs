@@ -64,42 +64,85 @@ impl CpuSet {
     /// Parses the kernel list syntax; surrounding whitespace and a trailing newline are allowed,
     /// an empty string is the empty set.
     pub fn parse(list: &str) -> Result<Self, CpuListError> {
-        let err = |reason: String| CpuListError {
-            list: list.to_string(),
-            reason,
-        };
         let mut set = BTreeSet::new();
-        let trimmed = list.trim();
-        if trimmed.is_empty() {
-            return Ok(CpuSet(set));
-        }
-        for part in trimmed.split(',') {
-            let part = part.trim();
-            if part.is_empty() {
-                return Err(err("empty element".into()));
-            }
-            let num = |s: &str| -> Result<u32, CpuListError> {
-                s.trim()
-                    .parse::<u32>()
-                    .map_err(|_| err(format!("{s:?} is not a CPU number")))
-            };
-            match part.split_once('-') {
-                Some((lo, hi)) => {
-                    let (lo, hi) = (num(lo)?, num(hi)?);
-                    if lo > hi {
-                        return Err(err(format!("range {lo}-{hi} is reversed")));
-                    }
-                    if hi - lo > 1 << 20 {
-                        return Err(err(format!("range {lo}-{hi} is implausibly large")));
-                    }
-                    set.extend(lo..=hi);
-                }
-                None => {
-                    set.insert(num(part)?);
-                }
+        if !list.trim().is_empty() {
+            for (lo, hi) in ranges(list)? {
+                set.extend(lo..=hi);
             }
         }
         Ok(CpuSet(set))
+    }
+}
+
+/// The elements of a kernel CPU list (`0,3,9-11`) as inclusive ranges, in the order written.
+fn ranges(list: &str) -> Result<Vec<(u32, u32)>, CpuListError> {
+    let err = |reason: String| CpuListError {
+        list: list.to_string(),
+        reason,
+    };
+    let mut out = Vec::new();
+    for part in list.trim().split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err(err("empty element".into()));
+        }
+        let num = |s: &str| -> Result<u32, CpuListError> {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| err(format!("{s:?} is not a CPU number")))
+        };
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (num(lo)?, num(hi)?),
+            None => (num(part)?, num(part)?),
+        };
+        if lo > hi {
+            return Err(err(format!("range {lo}-{hi} is reversed")));
+        }
+        if hi - lo > 1 << 20 {
+            return Err(err(format!("range {lo}-{hi} is implausibly large")));
+        }
+        out.push((lo, hi));
+    }
+    Ok(out)
+}
+
+/// Logical CPUs in the kernel's list syntax, in the order written and with repeats kept: one
+/// element per thread (`2,3` puts the first thread on CPU 2; `1,1` time-shares CPU 1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuSequence(Vec<(u32, u32)>);
+
+impl CpuSequence {
+    /// The CPUs, ranges expanded.
+    pub fn cpus(&self) -> Vec<u32> {
+        self.0.iter().flat_map(|&(lo, hi)| lo..=hi).collect()
+    }
+}
+
+impl FromStr for CpuSequence {
+    type Err = CpuListError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ranges(s).map(CpuSequence)
+    }
+}
+
+impl FromIterator<u32> for CpuSequence {
+    fn from_iter<T: IntoIterator<Item = u32>>(iter: T) -> Self {
+        CpuSequence(iter.into_iter().map(|c| (c, c)).collect())
+    }
+}
+
+impl fmt::Display for CpuSequence {
+    /// As written, without the white space.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, &(lo, hi)) in self.0.iter().enumerate() {
+            let sep = if i == 0 { "" } else { "," };
+            if lo == hi {
+                write!(f, "{sep}{lo}")?;
+            } else {
+                write!(f, "{sep}{lo}-{hi}")?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -172,6 +215,16 @@ mod tests {
     fn rejects_garbage() {
         for bad in ["a", "1-", "3-1", "1,,2", "-4", "1-2-3"] {
             assert!(CpuSet::parse(bad).is_err(), "{bad:?} should fail");
+        }
+    }
+
+    #[test]
+    fn sequences_keep_order_and_repeats() {
+        let s: CpuSequence = "3, 1-2,1".parse().unwrap();
+        assert_eq!(s.cpus(), vec![3, 1, 2, 1]);
+        assert_eq!(s.to_string(), "3,1-2,1");
+        for bad in ["", "a", "3-1", "1,,2"] {
+            assert!(bad.parse::<CpuSequence>().is_err(), "{bad:?} should fail");
         }
     }
 

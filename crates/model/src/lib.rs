@@ -23,7 +23,7 @@ pub mod rates;
 pub mod topology;
 pub mod workload;
 
-pub use cpulist::CpuSet;
+pub use cpulist::{CpuSequence, CpuSet};
 pub use error::{ModelError, Origin};
 pub use loader::{Override, Preset, Source};
 pub use machine::*;

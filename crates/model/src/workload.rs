@@ -106,6 +106,26 @@ pub enum KernelBuild {
     Smp,
 }
 
+impl std::fmt::Display for KernelBuild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            KernelBuild::Up => "up",
+            KernelBuild::Smp => "smp",
+        })
+    }
+}
+
+impl std::str::FromStr for KernelBuild {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "up" => Ok(KernelBuild::Up),
+            "smp" => Ok(KernelBuild::Smp),
+            _ => Err(format!("unknown kernel build {s:?} (expected smp or up)")),
+        }
+    }
+}
+
 /// Largest kernel region: kernel regions are placed by name in 4 GiB slots.
 pub const KERNEL_REGION_MAX_BYTES: u64 = 1 << 31;
 

@@ -36,6 +36,28 @@ pub fn simulate(
     simulate_reporting(m, oracle, set, policies, repeat, base, &|| {})
 }
 
+/// Each task's mean share of CPU time over `repeat` runs of `set` under the naive policy, with
+/// no interference between threads (seeds `base.seed`, `base.seed + 1`, …; `base` sets the
+/// rest): what the base scheduler alone gives each task.
+pub fn mean_cpu_shares(
+    m: &MachineModel,
+    set: &TaskSetSpec,
+    base: &SimConfig,
+    repeat: u32,
+) -> Result<Vec<f64>, String> {
+    let mut shares = vec![Vec::new(); set.tasks.len()];
+    for r in 0..repeat {
+        let mut cfg = base.clone();
+        cfg.seed = base.seed + r as u64;
+        let naive = Box::new(crate::policy::Naive);
+        let metrics = OsSim::new(m, &crate::oracle::NoInterference, set, naive, cfg)?.run();
+        for (i, b) in metrics.per_bench.iter().enumerate() {
+            shares[i].push(b.cpu_share);
+        }
+    }
+    Ok(shares.iter().map(|v| mean_sd(v).0).collect())
+}
+
 /// The steps [`simulate_reporting`] reports: the oracle warmed, then each run.
 pub fn simulation_steps(policies: usize, repeat: u32) -> u64 {
     1 + policies as u64 * repeat as u64

@@ -428,6 +428,13 @@ impl Geometry {
     }
 }
 
+impl std::fmt::Display for Geometry {
+    /// As cachegrind's options take it: `SIZE,WAYS,LINE`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.arg())
+    }
+}
+
 impl std::str::FromStr for Geometry {
     type Err = TraceError;
     fn from_str(s: &str) -> Result<Self> {

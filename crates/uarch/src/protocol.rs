@@ -170,6 +170,63 @@ fn solo_in(
         .swap_remove(0))
 }
 
+/// One thread of a co-run: its window beside the others, its window alone, and its PR.
+#[derive(Clone, Debug)]
+pub struct CorunThread {
+    pub together: ThreadResult,
+    pub solo: ThreadResult,
+    /// Solo time over co-run time for the same instructions.
+    pub pr: f64,
+}
+
+/// Runs `threads` (profile, logical CPU) together, and each alone first: its own copy of its
+/// workload (copies numbered in order, as [`run_together`] numbers them) on its CPU.
+pub fn corun(
+    machine: &MachineModel,
+    threads: &[(&dyn Workload, u32)],
+    proto: &Protocol,
+) -> Result<Vec<CorunThread>, ProtocolError> {
+    let mut copies: BTreeMap<&str, u32> = BTreeMap::new();
+    let mut solos = Vec::new();
+    for &(w, cpu) in threads {
+        let copy = copies.entry(w.name()).or_insert(0);
+        solos.push(solo(machine, w, *copy, cpu, proto)?);
+        *copy += 1;
+    }
+    let r = run_together(machine, threads, proto, Window::Instructions)?;
+    Ok(r.threads
+        .into_iter()
+        .zip(solos)
+        .map(|(together, solo)| CorunThread {
+            pr: solo.elapsed_cycles() / together.elapsed_cycles(),
+            together,
+            solo,
+        })
+        .collect())
+}
+
+/// Where `threads` threads go when no CPUs are named: two on the sibling threads of a core if
+/// the machine has them, else one CPU each in order, round the CPUs again (time-shared) when
+/// there are more threads than CPUs. With the layout in words.
+pub fn default_cpus(
+    machine: &MachineModel,
+    threads: usize,
+) -> Result<(Vec<u32>, &'static str), ProtocolError> {
+    if threads == 2 && machine.topology.threads_per_core >= 2 {
+        return Ok((
+            placement_cpus(machine, Placement::Siblings)?.to_vec(),
+            "siblings",
+        ));
+    }
+    let cpus = machine.logical_cpus() as usize;
+    let layout = if threads <= cpus {
+        "separate CPUs"
+    } else {
+        "time-shared"
+    };
+    Ok(((0..threads).map(|i| (i % cpus) as u32).collect(), layout))
+}
+
 /// The two logical CPUs a pair uses under `placement` (the same CPU twice for time sharing). As in
 /// the thesis, siblings use the last core (package 1 on Northwood) and cores use the first thread
 /// of the first and last cores.

@@ -1,18 +1,21 @@
 //! `cachemodel`: Fedorova et al.'s reuse-distance cache models — a thread's histogram, a group's
 //! predicted against simulated miss ratios on any machine, and the balance-set group search.
 
-use super::{machine, out, workload};
+use super::plan::Plan;
+use super::{machine, out, refs, spinner, thread_cpus, workload, workload_names, workloads};
 use crate::errors::bad_input;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use smtsched_cachemodel::collect::CollectOptions;
 use smtsched_cachemodel::group::Solver;
 use smtsched_cachemodel::measure::CycleWindow;
-use smtsched_cachemodel::model::{build_models, Geometry, ModelOptions};
+use smtsched_cachemodel::model::{build_models, Geometry, ModelOptions, ThreadModel};
 use smtsched_cachemodel::report::{
-    group_text, histogram_table, number_copies, predict_group, search_groups,
+    group_text, histogram_table, number_copies, predict_group, search_groups, GroupSearch,
 };
-use smtsched_model::expand_workload_list;
+use smtsched_experiments::fedorova::ScheduleSpec;
+use smtsched_model::{expand_workload_list, load_workload, CpuSequence, MachineModel, Override};
+use smtsched_os::PolicyName;
 use smtsched_uarch::Workload;
 
 #[derive(Args, Debug)]
@@ -29,7 +32,7 @@ pub struct ModelArgs {
     pub machine: String,
     /// Override a machine field: KEY=VALUE (repeatable), e.g. --set cache.L2.size_bytes=49152.
     #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub set: Vec<String>,
+    pub set: Vec<Override>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Instructions of each thread's reuse-distance window.
@@ -40,7 +43,7 @@ pub struct ModelArgs {
     pub warmup: u64,
     /// Single-cache model: statcache (random replacement, the paper's) or statstack (LRU).
     #[arg(long = "cache-model", alias = "model", default_value = "statcache")]
-    pub model: String,
+    pub model: Solver,
     /// Simulated cycles before the measured window of every simulation.
     #[arg(long, default_value_t = 2_000_000)]
     pub warmup_cycles: u64,
@@ -72,10 +75,13 @@ impl ModelArgs {
         }
     }
 
-    fn solver(&self) -> Result<Solver> {
-        self.model
-            .parse()
-            .map_err(|e: String| bad_input(format!("--cache-model: {e}")))
+    /// The machine and the models' options, checked.
+    fn load(self) -> Result<Models> {
+        Ok(Models {
+            machine: machine(&self.machine, &self.set)?,
+            options: self.options(),
+            opts: self,
+        })
     }
 }
 
@@ -101,7 +107,7 @@ pub enum Action {
         workloads: Vec<String>,
         /// Logical CPU of each thread, kernel list syntax (default: 0, 1, 2, …).
         #[arg(long = "cpus", alias = "placement", value_name = "LIST")]
-        placement: Option<String>,
+        placement: Option<CpuSequence>,
         #[command(flatten)]
         opts: ModelArgs,
     },
@@ -139,9 +145,10 @@ pub enum Action {
         #[arg(
             long,
             short = 'p',
+            value_delimiter = ',',
             default_value = "naive,balance-set-perf,balance-set-fair,di"
         )]
-        policies: String,
+        policies: Vec<PolicyName>,
         /// Simulated seconds of each OS run.
         #[arg(
             long = "duration",
@@ -158,16 +165,151 @@ pub enum Action {
     },
 }
 
-fn load_all(names: &[String]) -> Result<Vec<Box<dyn Workload>>> {
-    names.iter().map(|n| workload(n)).collect()
+/// The machine and what the thread models are built with.
+pub struct Models {
+    machine: MachineModel,
+    options: ModelOptions,
+    /// The options as given (seed, windows, single-cache model, --json).
+    opts: ModelArgs,
 }
 
-pub fn run(a: CachemodelArgs) -> Result<()> {
-    // What runs is reported on a spinner; it is cleared before anything is printed.
-    let bar = super::spinner("reuse-distance models (a window of each thread, then its solo run)")?;
-    let text = output(a, &|msg: &str| bar.set_message(msg.to_string()));
-    bar.finish_and_clear();
-    out(&text?)
+impl Models {
+    fn build(&self, threads: &[(&dyn Workload, u32)]) -> Result<Vec<ThreadModel>> {
+        Ok(build_models(&self.machine, threads, &self.options)?)
+    }
+}
+
+pub enum CachemodelPlan {
+    Histogram {
+        models: Models,
+        workload: Box<dyn Workload>,
+    },
+    Predict {
+        models: Models,
+        workloads: Vec<Box<dyn Workload>>,
+        /// The logical CPU of each workload's thread.
+        cpus: Vec<u32>,
+    },
+    Groups {
+        models: Models,
+        /// Every thread, copies included.
+        workloads: Vec<Box<dyn Workload>>,
+        /// Threads per group.
+        contexts: usize,
+    },
+    Schedule {
+        spec: ScheduleSpec,
+        seed: u64,
+        json: bool,
+    },
+}
+
+impl Plan for CachemodelPlan {
+    type Args = CachemodelArgs;
+
+    fn from_args(a: CachemodelArgs) -> Result<Self> {
+        Ok(match a.action {
+            Action::Histogram { workload: w, opts } => CachemodelPlan::Histogram {
+                models: opts.load()?,
+                workload: workload(&w)?,
+            },
+            Action::Predict {
+                workloads: names,
+                placement,
+                opts,
+            } => {
+                let models = opts.load()?;
+                // By default the threads take CPUs 0, 1, 2, … (which must exist).
+                let list = placement.unwrap_or_else(|| (0..names.len() as u32).collect());
+                let cpus = thread_cpus(&models.machine, &list, names.len())?;
+                CachemodelPlan::Predict {
+                    models,
+                    workloads: workloads(&names)?,
+                    cpus,
+                }
+            }
+            Action::Groups {
+                workloads: list,
+                copies,
+                contexts,
+                opts,
+            } => groups(&list, copies, contexts, opts.load()?)?,
+            Action::Schedule {
+                workloads: list,
+                copies,
+                policies,
+                seconds,
+                samples,
+                opts,
+            } => schedule(&list, copies, policies, seconds, samples, opts)?,
+        })
+    }
+
+    fn execute(self) -> Result<()> {
+        // What runs is reported on a spinner; it is cleared before anything is printed.
+        let bar = spinner("reuse-distance models (a window of each thread, then its solo run)")?;
+        let text = self.output(&|msg: &str| bar.set_message(msg.to_string()));
+        bar.finish_and_clear();
+        out(&text?)
+    }
+}
+
+fn groups(
+    list: &str,
+    copies: u32,
+    contexts: Option<usize>,
+    models: Models,
+) -> Result<CachemodelPlan> {
+    let all: Vec<String> = workload_names(list)?
+        .iter()
+        .flat_map(|n| std::iter::repeat_n(n.clone(), copies as usize))
+        .collect();
+    if all.len() > 64 {
+        return Err(bad_input(format!(
+            "{} threads: the group search takes at most 64",
+            all.len()
+        )));
+    }
+    let contexts = contexts.unwrap_or(models.machine.logical_cpus() as usize);
+    if contexts == 0 {
+        return Err(bad_input("--contexts 0: a group needs a thread"));
+    }
+    Ok(CachemodelPlan::Groups {
+        workloads: workloads(&all)?,
+        contexts,
+        models,
+    })
+}
+
+fn schedule(
+    list: &str,
+    copies: u32,
+    policies: Vec<PolicyName>,
+    seconds: f64,
+    samples: u32,
+    opts: ModelArgs,
+) -> Result<CachemodelPlan> {
+    let spec = ScheduleSpec {
+        machine: opts.machine.clone(),
+        set: opts.set.iter().map(|o| o.text.clone()).collect(),
+        workloads: expand_workload_list(list),
+        copies,
+        policies,
+        os_seconds: seconds,
+        samples,
+        window: opts.cycles(),
+        window_instructions: opts.window,
+    };
+    // The machine and the workloads load here, before the models are built.
+    machine(&opts.machine, &opts.set)?;
+    for w in &spec.workloads {
+        load_workload(w, &[])?;
+    }
+    Ok(CachemodelPlan::Schedule {
+        spec,
+        seed: opts.seed,
+        json: opts.json,
+    })
 }
 
 /// JSON as `--json` prints it (the fields in their declared order).
@@ -175,180 +317,118 @@ fn json_text<T: serde::Serialize>(value: &T) -> Result<String> {
     Ok(serde_json::to_string_pretty(value)? + "\n")
 }
 
-/// What the command prints.
-fn output(a: CachemodelArgs, progress: &(dyn Fn(&str) + Sync)) -> Result<String> {
-    match a.action {
-        Action::Histogram { workload: w, opts } => {
-            let m = machine(&opts.machine, &opts.set)?;
-            let solver = opts.solver()?;
-            let ws = load_all(&[w])?;
-            let refs: Vec<&dyn Workload> = ws.iter().map(|b| b.as_ref()).collect();
-            let models = build_models(&m, &number_copies(&refs), &opts.options())?;
-            let t = &models[0];
-            let geom = Geometry::of(&m);
-            if opts.json {
-                return json_text(&serde_json::json!({
-                    "thread": t.label,
-                    "machine": m.name,
-                    "instructions": t.profile.instructions,
-                    "references": t.profile.references,
-                    "compressed": t.hist,
-                    "stored_bytes": t.hist.stored_bytes(),
-                    "model": solver,
-                    "miss_ratio_l1": t.miss_ratio_with(solver, geom.l1_lines),
-                    "miss_ratio_llc": t.miss_ratio_with(solver, geom.llc_lines),
-                    "solo_ipc": t.solo_ipc(),
-                }));
-            }
-            let mut s = format!(
-                "{}: {} instructions, {} data references ({:.3} per instruction) after {} warm-up instructions\n\n",
-                t.label,
-                t.profile.instructions,
-                t.profile.references,
-                t.profile.refs_per_instruction(),
-                opts.warmup
-            );
-            s.push_str(&histogram_table(&t.hist));
-            s.push_str(&format!(
-                "\n{} numbers ({} bytes stored); {} model on {}: L1D ({:.0} lines) {:.4}, L{} ({:.0} lines) {:.4} misses per reference; simulated alone: L1D {:.4}, L2 {:.4}\n",
-                t.hist.points.len() + 1,
-                t.hist.stored_bytes(),
-                solver.as_str(),
-                m.name,
-                geom.l1_lines,
-                t.miss_ratio_with(solver, geom.l1_lines),
-                geom.llc_level,
-                geom.llc_lines,
-                t.miss_ratio_with(solver, geom.llc_lines),
-                t.solo.l1d_misses as f64 / (t.solo.loads + t.solo.stores).max(1) as f64,
-                t.solo.l2_misses as f64 / (t.solo.loads + t.solo.stores).max(1) as f64,
-            ));
-            Ok(s)
-        }
-        Action::Predict {
-            workloads,
-            placement,
-            opts,
-        } => {
-            let m = machine(&opts.machine, &opts.set)?;
-            let solver = opts.solver()?;
-            let cpus: Vec<u32> = match &placement {
-                Some(p) => super::corun::parse_placement(p, &m)?,
-                None => (0..workloads.len() as u32).collect(),
-            };
-            if cpus.len() != workloads.len() {
-                return Err(bad_input(format!(
-                    "--cpus names {} CPUs for {} workloads",
-                    cpus.len(),
-                    workloads.len()
-                )));
-            }
-            if let Some(bad) = cpus.iter().find(|&&c| c >= m.logical_cpus()) {
-                return Err(bad_input(format!(
-                    "--cpus: CPU {bad} does not exist on {} (CPUs 0-{})",
-                    m.name,
-                    m.logical_cpus() - 1
-                )));
-            }
-            let ws = load_all(&workloads)?;
-            let refs: Vec<&dyn Workload> = ws.iter().map(|b| b.as_ref()).collect();
-            let numbered = number_copies(&refs);
-            let models = build_models(&m, &numbered, &opts.options())?;
-            let r = predict_group(
-                &m,
-                &models,
-                &numbered,
-                &cpus,
-                solver,
-                opts.seed,
-                opts.cycles(),
-            )?;
-            if opts.json {
-                return json_text(&r);
-            }
-            Ok(group_text(&r, &models, &Geometry::of(&m)))
-        }
-        Action::Groups {
-            workloads,
-            copies,
-            contexts,
-            opts,
-        } => {
-            let m = machine(&opts.machine, &opts.set)?;
-            let names = expand_workload_list(&workloads);
-            if names.is_empty() {
-                return Err(bad_input(format!(
-                    "--workloads {workloads:?}: names nothing"
-                )));
-            }
-            let all: Vec<String> = names
-                .iter()
-                .flat_map(|n| std::iter::repeat_n(n.clone(), copies as usize))
-                .collect();
-            if all.len() > 64 {
-                return Err(bad_input(format!(
-                    "{} threads: the group search takes at most 64",
-                    all.len()
-                )));
-            }
-            let ws = load_all(&all)?;
-            let refs: Vec<&dyn Workload> = ws.iter().map(|b| b.as_ref()).collect();
-            let models = build_models(&m, &number_copies(&refs), &opts.options())?;
-            let k = contexts.unwrap_or(m.logical_cpus() as usize);
-            if k == 0 {
-                return Err(bad_input("--contexts 0: a group needs a thread"));
-            }
-            let g = search_groups(&models, k, Geometry::of(&m).llc_lines);
-            if opts.json {
-                return json_text(&g);
-            }
-            let mut s = format!(
-                "{} threads, groups of {} on {}: {} groups; threshold {:.4} (best group with the greediest thread, {}); {} candidates\n",
-                g.threads.len(),
-                g.contexts,
-                m.name,
-                g.groups,
-                g.threshold,
-                g.greediest,
-                g.candidates
-            );
-            s.push_str(&format!(
-                "enumerate + estimate + sort + threshold: AVG {:.1} ms, COMB (N) {:.1} ms ({} candidates)\n",
-                1e3 * g.avg_seconds,
-                1e3 * g.comb_seconds,
-                g.comb_candidates
-            ));
-            for (name, sched) in [("PERF", &g.perf), ("FAIR", &g.fair)] {
-                s.push_str(&format!("\n{name} schedule ({} groups):\n", sched.len()));
-                for (i, grp) in sched.iter().enumerate() {
-                    s.push_str(&format!("  {}: {}\n", i + 1, grp.join(" ")));
+impl CachemodelPlan {
+    /// What the command prints.
+    fn output(&self, progress: &(dyn Fn(&str) + Sync)) -> Result<String> {
+        match self {
+            CachemodelPlan::Histogram { models, workload } => histogram(models, workload.as_ref()),
+            CachemodelPlan::Predict {
+                models,
+                workloads,
+                cpus,
+            } => {
+                let numbered = number_copies(&refs(workloads));
+                let threads = models.build(&numbered)?;
+                let (m, o) = (&models.machine, &models.opts);
+                let r = predict_group(
+                    m,
+                    &threads,
+                    &numbered,
+                    cpus,
+                    models.opts.model,
+                    o.seed,
+                    o.cycles(),
+                )?;
+                if models.opts.json {
+                    return json_text(&r);
                 }
+                Ok(group_text(&r, &threads, &Geometry::of(m)))
             }
-            Ok(s)
-        }
-        Action::Schedule {
-            workloads,
-            copies,
-            policies,
-            seconds,
-            samples,
-            opts,
-        } => {
-            let policies = super::parse_policies(&policies)?;
-            let spec = smtsched_experiments::fedorova::ScheduleSpec {
-                machine: opts.machine.clone(),
-                set: opts.set.clone(),
-                workloads: expand_workload_list(&workloads),
-                copies,
-                policies,
-                os_seconds: seconds,
-                samples,
-                window: opts.cycles(),
-                window_instructions: opts.window,
-            };
-            let text =
-                smtsched_experiments::fedorova::schedule(&spec, opts.seed, opts.json, progress)?;
-            Ok(text)
+            CachemodelPlan::Groups {
+                models,
+                workloads,
+                contexts,
+            } => {
+                let threads = models.build(&number_copies(&refs(workloads)))?;
+                let g = search_groups(&threads, *contexts, Geometry::of(&models.machine).llc_lines);
+                if models.opts.json {
+                    return json_text(&g);
+                }
+                Ok(groups_text(&g, &models.machine))
+            }
+            CachemodelPlan::Schedule { spec, seed, json } => Ok(
+                smtsched_experiments::fedorova::schedule(spec, *seed, *json, progress)?,
+            ),
         }
     }
+}
+
+fn histogram(models: &Models, w: &dyn Workload) -> Result<String> {
+    let threads = models.build(&number_copies(&[w]))?;
+    let (t, m, solver) = (&threads[0], &models.machine, models.opts.model);
+    let geom = Geometry::of(m);
+    if models.opts.json {
+        return json_text(&serde_json::json!({
+            "thread": t.label,
+            "machine": m.name,
+            "instructions": t.profile.instructions,
+            "references": t.profile.references,
+            "compressed": t.hist,
+            "stored_bytes": t.hist.stored_bytes(),
+            "model": solver,
+            "miss_ratio_l1": t.miss_ratio_with(solver, geom.l1_lines),
+            "miss_ratio_llc": t.miss_ratio_with(solver, geom.llc_lines),
+            "solo_ipc": t.solo_ipc(),
+        }));
+    }
+    let mut s = format!(
+        "{}: {} instructions, {} data references ({:.3} per instruction) after {} warm-up instructions\n\n",
+        t.label,
+        t.profile.instructions,
+        t.profile.references,
+        t.profile.refs_per_instruction(),
+        models.opts.warmup
+    );
+    s.push_str(&histogram_table(&t.hist));
+    s.push_str(&format!(
+        "\n{} numbers ({} bytes stored); {} model on {}: L1D ({:.0} lines) {:.4}, L{} ({:.0} lines) {:.4} misses per reference; simulated alone: L1D {:.4}, L2 {:.4}\n",
+        t.hist.points.len() + 1,
+        t.hist.stored_bytes(),
+        solver.as_str(),
+        m.name,
+        geom.l1_lines,
+        t.miss_ratio_with(solver, geom.l1_lines),
+        geom.llc_level,
+        geom.llc_lines,
+        t.miss_ratio_with(solver, geom.llc_lines),
+        t.solo.l1d_misses as f64 / (t.solo.loads + t.solo.stores).max(1) as f64,
+        t.solo.l2_misses as f64 / (t.solo.loads + t.solo.stores).max(1) as f64,
+    ));
+    Ok(s)
+}
+
+fn groups_text(g: &GroupSearch, m: &MachineModel) -> String {
+    let mut s = format!(
+        "{} threads, groups of {} on {}: {} groups; threshold {:.4} (best group with the greediest thread, {}); {} candidates\n",
+        g.threads.len(),
+        g.contexts,
+        m.name,
+        g.groups,
+        g.threshold,
+        g.greediest,
+        g.candidates
+    );
+    s.push_str(&format!(
+        "enumerate + estimate + sort + threshold: AVG {:.1} ms, COMB (N) {:.1} ms ({} candidates)\n",
+        1e3 * g.avg_seconds,
+        1e3 * g.comb_seconds,
+        g.comb_candidates
+    ));
+    for (name, sched) in [("PERF", &g.perf), ("FAIR", &g.fair)] {
+        s.push_str(&format!("\n{name} schedule ({} groups):\n", sched.len()));
+        for (i, grp) in sched.iter().enumerate() {
+            s.push_str(&format!("  {}: {}\n", i + 1, grp.join(" ")));
+        }
+    }
+    s
 }

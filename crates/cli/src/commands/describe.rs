@@ -1,6 +1,7 @@
-//! `machines` and `workloads`: list the presets or show one.
+//! `machines` and `workloads`: list the presets or show one. No plan: each reads one description
+//! and prints it, so a bad name or override fails before anything else has happened.
 
-use super::{json_out, out, parse_overrides};
+use super::{json_out, out};
 use crate::args::{ListShow, ShowAction};
 use anyhow::Result;
 use smtsched_model::{
@@ -52,7 +53,7 @@ pub fn machines(a: ListShow) -> Result<()> {
         }
         Some(ShowAction::Show { name, set }) => {
             let src = loader::resolve("machine", &name, MACHINE_PRESETS)?;
-            let m = machine_from_source(&src, &parse_overrides(&set)?)?;
+            let m = machine_from_source(&src, &set)?;
             if a.json {
                 json_out(&m)
             } else if set.is_empty() {
@@ -94,7 +95,7 @@ pub fn workloads(a: ListShow) -> Result<()> {
         }
         Some(ShowAction::Show { name, set }) => {
             let src = loader::resolve("workload", &name, WORKLOAD_PRESETS)?;
-            let w = workload_from_source(&src, &parse_overrides(&set)?)?;
+            let w = workload_from_source(&src, &set)?;
             if a.json {
                 json_out(&w)
             } else if set.is_empty() {

@@ -1,5 +1,6 @@
 //! `completions` and `man`: shell completion scripts and man pages, generated from the command
-//! line's own definition so they never disagree with `--help`.
+//! line's own definition so they never disagree with `--help`. No plan: `completions` takes
+//! nothing that can be wrong, and `man` checks its one directory before it writes.
 
 use super::{out, write_file};
 use crate::args::{Cli, CompletionsArgs, ManArgs};

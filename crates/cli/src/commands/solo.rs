@@ -1,47 +1,71 @@
 //! `solo`: one workload alone.
 
+use super::plan::Plan;
 use super::{json_out, out, protocol, workload};
 use crate::args::SoloArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{CacheContents, MachineModel};
 use smtsched_report::Table;
-use smtsched_uarch::{protocol::solo, ThreadCounters};
+use smtsched_uarch::{protocol::solo, Protocol, ThreadCounters, Workload};
 
-pub fn run(a: SoloArgs) -> Result<()> {
-    let m = a.sim.machine.load()?;
-    let w = workload(&a.workload)?;
-    if a.cpu >= m.logical_cpus() {
-        return Err(bad_input(format!(
-            "--cpus {}: machine {} has logical CPUs 0-{}",
-            a.cpu,
+pub struct SoloPlan {
+    machine: MachineModel,
+    workload: Box<dyn Workload>,
+    cpu: u32,
+    protocol: Protocol,
+    json: bool,
+}
+
+impl Plan for SoloPlan {
+    type Args = SoloArgs;
+
+    fn from_args(a: SoloArgs) -> Result<Self> {
+        let machine = a.sim.machine.load()?;
+        let workload = workload(&a.workload)?;
+        if a.cpu >= machine.logical_cpus() {
+            return Err(bad_input(format!(
+                "--cpus {}: machine {} has logical CPUs 0-{}",
+                a.cpu,
+                machine.name,
+                machine.logical_cpus() - 1
+            )));
+        }
+        let protocol = protocol(&a.sim, &machine, 1)?;
+        Ok(SoloPlan {
+            machine,
+            workload,
+            cpu: a.cpu,
+            protocol,
+            json: a.json,
+        })
+    }
+
+    fn execute(self) -> Result<()> {
+        let (m, w, proto) = (&self.machine, self.workload.as_ref(), &self.protocol);
+        let r = solo(m, w, 0, self.cpu, proto)?;
+        if self.json {
+            return json_out(&serde_json::json!({
+                "machine": m.name,
+                "workload": w.name(),
+                "cpu": self.cpu,
+                "seed": proto.seed,
+                "warmup_instructions": proto.warmup_instructions,
+                "ipc": r.ipc(),
+                "counters": r.window,
+            }));
+        }
+        out(&format!(
+            "{} alone on CPU {} of {} (seed {}, {} warm-up + {} measured instructions)\n\n",
+            w.name(),
+            self.cpu,
             m.name,
-            m.logical_cpus() - 1
-        )));
+            proto.seed,
+            proto.warmup_instructions,
+            proto.measure_instructions
+        ))?;
+        out(&counter_table(m, &r.window))
     }
-    let proto = protocol(&a.sim, &m, 1)?;
-    let r = solo(&m, w.as_ref(), 0, a.cpu, &proto)?;
-    if a.json {
-        return json_out(&serde_json::json!({
-            "machine": m.name,
-            "workload": w.name(),
-            "cpu": a.cpu,
-            "seed": proto.seed,
-            "warmup_instructions": proto.warmup_instructions,
-            "ipc": r.ipc(),
-            "counters": r.window,
-        }));
-    }
-    out(&format!(
-        "{} alone on CPU {} of {} (seed {}, {} warm-up + {} measured instructions)\n\n",
-        w.name(),
-        a.cpu,
-        m.name,
-        proto.seed,
-        proto.warmup_instructions,
-        proto.measure_instructions
-    ))?;
-    out(&counter_table(&m, &r.window))
 }
 
 /// Counters of one thread as a table, caches named as the machine names them.

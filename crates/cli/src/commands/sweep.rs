@@ -1,11 +1,14 @@
 //! `sweep`: run a sweep file's jobs (all, or one shard), merge shards, or write a Slurm
 //! submission; the work is in `smtsched_experiments`.
 
-use super::{counting_bar, out, write_file};
+use super::plan::Plan;
+use super::slurm::{absolute, Submission};
+use super::{check_outputs, counting_bar, out, write_file};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use smtsched_experiments::slurm::{submit_script, SlurmPlan};
-use smtsched_experiments::sweep::{load_sweep, merge, read_results, render, Shard, SweepResults};
+use smtsched_experiments::sweep::{
+    load_sweep, merge, read_results, render, Shard, Sweep, SweepResults,
+};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
@@ -60,96 +63,97 @@ pub enum SweepAction {
     },
 }
 
-pub fn run(a: SweepArgs) -> Result<()> {
-    match a.action {
-        SweepAction::Run {
-            file,
-            shard,
-            output,
-            threads,
-        } => {
-            let sweep = load_sweep(&file)?;
-            super::check_outputs([output.as_deref()])?;
-            let total = sweep.jobs_total();
-            let mine = match shard {
-                Some(s) => s.size(total),
-                None => total,
-            };
-            let bar = counting_bar(mine as u64, "jobs")?;
-            bar.set_message(sweep.id.name.clone());
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads.map_or(0, usize::from))
-                .build()
-                .context("cannot start worker threads")?;
-            let r = pool.install(|| sweep.run(shard, &|| bar.inc(1)))?;
-            bar.finish_and_clear();
-            finish(&r, output.as_deref())
-        }
-        SweepAction::Merge { files, output } => {
-            let parts = files
-                .iter()
-                .map(|f| Ok((f.display().to_string(), read_results(f)?)))
-                .collect::<Result<Vec<_>>>()?;
-            let r = merge(&parts)?;
-            finish(&r, output.as_deref())
-        }
-        SweepAction::Slurm {
-            file,
-            shards,
-            dir,
-            output,
-        } => {
-            let sweep = load_sweep(&file)?;
-            let exe = executable()?;
-            let script = submit_script(&SlurmPlan {
-                name: &sweep.id.name,
+pub enum SweepPlan {
+    /// Run a sweep's jobs (all, or one shard).
+    Run {
+        sweep: Box<Sweep>,
+        shard: Option<Shard>,
+        output: Option<PathBuf>,
+        /// Worker threads (0: every core).
+        threads: usize,
+    },
+    /// Merge shards' results, read and checked.
+    Merge {
+        results: SweepResults,
+        output: Option<PathBuf>,
+    },
+    /// Write the Slurm submit script.
+    Slurm(Submission),
+}
+
+impl Plan for SweepPlan {
+    type Args = SweepArgs;
+
+    fn from_args(a: SweepArgs) -> Result<Self> {
+        Ok(match a.action {
+            SweepAction::Run {
+                file,
+                shard,
+                output,
+                threads,
+            } => {
+                let sweep = Box::new(load_sweep(&file)?);
+                check_outputs([output.as_deref()])?;
+                SweepPlan::Run {
+                    sweep,
+                    shard,
+                    output,
+                    threads: threads.map_or(0, usize::from),
+                }
+            }
+            SweepAction::Merge { files, output } => {
+                let parts = files
+                    .iter()
+                    .map(|f| Ok((f.display().to_string(), read_results(f)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let results = merge(&parts)?;
+                check_outputs([output.as_deref()])?;
+                SweepPlan::Merge { results, output }
+            }
+            SweepAction::Slurm {
+                file,
                 shards,
-                dir: &absolute(&dir)?,
-                shard_command: &[
-                    exe.clone(),
-                    "sweep".into(),
-                    "run".into(),
-                    text(&absolute(&file)?),
-                ],
-                merge_command: &[exe, "sweep".into(), "merge".into()],
-                merge_output: "results.json",
-            });
-            write_script(&script, output.as_deref())
-        }
+                dir,
+                output,
+            } => {
+                let sweep = load_sweep(&file)?;
+                let file = absolute(&file)?.display().to_string();
+                SweepPlan::Slurm(Submission::new(
+                    sweep.id.name.clone(),
+                    shards,
+                    &dir,
+                    &["sweep".into(), "run".into(), file],
+                    &["sweep", "merge"],
+                    "results.json",
+                    output,
+                )?)
+            }
+        })
     }
-}
 
-/// `p` made absolute (Slurm jobs run from their own working directory).
-pub fn absolute(p: &Path) -> Result<PathBuf> {
-    Ok(if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()?.join(p)
-    })
-}
-
-fn text(p: &Path) -> String {
-    p.display().to_string()
-}
-
-/// This executable's absolute path, for job scripts.
-pub fn executable() -> Result<String> {
-    Ok(text(
-        &std::env::current_exe().context("finding this executable")?,
-    ))
-}
-
-/// Writes a submit script (executable) to `output`, or prints it.
-pub fn write_script(script: &str, output: Option<&Path>) -> Result<()> {
-    match output {
-        Some(p) => {
-            write_file(p, script.as_bytes())?;
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755))
-                .with_context(|| format!("making {} executable", p.display()))?;
-            Ok(())
+    fn execute(self) -> Result<()> {
+        match self {
+            SweepPlan::Run {
+                sweep,
+                shard,
+                output,
+                threads,
+            } => {
+                let total = sweep.jobs_total();
+                let mine = shard.map_or(total, |s| s.size(total));
+                let bar = counting_bar(mine as u64, "jobs")?;
+                bar.set_message(sweep.id.name.clone());
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .context("cannot start worker threads")?;
+                let r = pool.install(|| sweep.run(shard, &|| bar.inc(1)))?;
+                bar.finish_and_clear();
+                finish(&r, output.as_deref())
+            }
+            SweepPlan::Merge { results, output } => finish(&results, output.as_deref()),
+            SweepPlan::Slurm(s) => s.write(),
         }
-        None => out(script),
     }
 }
 

@@ -147,6 +147,20 @@ pub enum RatePlan {
     Auto,
 }
 
+impl std::str::FromStr for RatePlan {
+    type Err = String;
+    /// `auto`, or requests per second of one open loop (checked by [`validate`]).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(RatePlan::Auto),
+            _ => s
+                .parse()
+                .map(RatePlan::Fixed)
+                .map_err(|_| format!("{s:?}: give requests per second or `auto`")),
+        }
+    }
+}
+
 /// The whole measurement.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {

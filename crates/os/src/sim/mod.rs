@@ -233,6 +233,17 @@ pub enum Corunners {
     Inferred,
 }
 
+impl std::str::FromStr for Corunners {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "exact" => Ok(Corunners::Exact),
+            "inferred" => Ok(Corunners::Inferred),
+            _ => Err(format!("{s:?}: expected exact or inferred")),
+        }
+    }
+}
+
 impl SimConfig {
     pub fn new(baseline: Baseline, duration_s: f64, seed: u64) -> Self {
         SimConfig {

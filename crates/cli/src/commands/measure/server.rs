@@ -1,9 +1,11 @@
 //! `measure server`: arguments and output; the work is in `smtsched_host::webserver`.
 
-use super::{json_out, out, server_profile, write_file};
+use super::super::plan::Plan;
+use super::super::{check_outputs, json_out, out, write_file};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use smtsched_experiments::server_profile::{base_placement, experiment_toml};
 use smtsched_host::webserver::httpd::ServerKind;
 use smtsched_host::webserver::{self, Placement, RatePlan, ServerConfig, ServerMeasurement};
 use smtsched_host::{Shutdown, SysfsTopology, Topology};
@@ -41,11 +43,11 @@ pub struct ServerArgs {
     pub placement: Vec<String>,
     /// Logical CPUs the table placements use (default: every online CPU).
     #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
+    pub cpus: Option<CpuSet>,
     /// Requests per second of an open loop, or `auto`: a closed loop finds saturation, then open
     /// loops run at 50%, 80% and 95% of it. Default: a closed loop only.
     #[arg(long)]
-    pub rate: Option<String>,
+    pub rate: Option<RatePlan>,
     /// Connections of the load generator.
     #[arg(long, short = 'c', default_value_t = 64)]
     pub connections: u32,
@@ -88,68 +90,114 @@ pub struct ServerArgs {
     pub profile_machine: String,
 }
 
-pub fn server(a: ServerArgs) -> Result<()> {
-    let cfg = config(&a)?;
-    webserver::validate(&cfg)?;
-    if a.profile.is_some() {
-        smtsched_model::load_machine(&a.profile_machine, &[])
-            .map_err(|e| bad_input(format!("--profile-machine: {e}")))?;
-        if server_profile::base_placement(&cfg.placements).is_none() {
-            return Err(bad_input(
-                "-o: no placement keeps the server and the load generator on different CPUs \
-                 (with the softirq on theirs), so their CPU time cannot be told apart; add \
-                 one, e.g. -p table",
-            ));
-        }
-    }
-    let stop = Shutdown::install().context("installing signal handlers")?;
-    eprintln!(
-        "measuring {} on {} placement(s) x {} repetition(s), {} s per load run",
-        cfg.server.binary(),
-        cfg.placements.len(),
-        cfg.repetitions,
-        cfg.seconds
-    );
-    let m = webserver::measure(&cfg, &stop)?;
-    for line in &m.changed {
-        eprintln!("changed: {line}");
-    }
-    if let Some(p) = &a.csv {
-        write_file(p, csv(&m).as_bytes())?;
-    }
-    if let Some(p) = &a.profile {
+pub struct ServerPlan {
+    config: ServerConfig,
+    csv: Option<PathBuf>,
+    svg: Option<PathBuf>,
+    /// `-o`: the experiment file, the machine it simulates, and the SMT sibling of the first
+    /// measured CPU (if this machine has one).
+    profile: Option<(PathBuf, String, Option<u32>)>,
+    json: bool,
+}
+
+impl Plan for ServerPlan {
+    type Args = ServerArgs;
+
+    fn from_args(a: ServerArgs) -> Result<Self> {
         let topo = Topology::from_sysfs(&a.sysfs_root)?;
-        let first = cfg.placements[0].all_cpus().iter().min().unwrap_or(0);
-        let sibling = topo.siblings_of(first).iter().find(|&s| s != first);
-        let text = server_profile::experiment_toml(&m, &a.profile_machine, sibling, a.connections)?;
-        write_file(p, text.as_bytes())?;
+        let config = config(&a, &topo)?;
+        webserver::validate(&config)?;
+        let profile = match a.profile {
+            Some(path) => Some(profile(path, a.profile_machine, &config, &topo)?),
+            None => None,
+        };
+        check_outputs([a.csv.as_deref(), a.svg.as_deref()])?;
+        Ok(ServerPlan {
+            config,
+            csv: a.csv,
+            svg: a.svg,
+            profile,
+            json: a.json,
+        })
     }
-    if let Some(p) = &a.svg {
-        let title = format!(
-            "{}, {}-byte file: throughput and p99 latency per placement (mean ± sd)",
-            m.server.binary(),
-            m.file_bytes
+
+    fn execute(self) -> Result<()> {
+        let cfg = &self.config;
+        let stop = Shutdown::install().context("installing signal handlers")?;
+        eprintln!(
+            "measuring {} on {} placement(s) x {} repetition(s), {} s per load run",
+            cfg.server.binary(),
+            cfg.placements.len(),
+            cfg.repetitions,
+            cfg.seconds
         );
-        let svg = smtsched_report::bars::placement_svg(&svg_rows(&m), &title)
-            .map_err(|e| anyhow::anyhow!("drawing {}: {e}", p.display()))?;
-        write_file(p, svg.as_bytes())?;
-    }
-    if a.json {
-        json_out(&m)
-    } else {
-        out(&render(&m))
+        let m = webserver::measure(cfg, &stop)?;
+        for line in &m.changed {
+            eprintln!("changed: {line}");
+        }
+        self.write_files(&m)?;
+        if self.json {
+            json_out(&m)
+        } else {
+            out(&render(&m))
+        }
     }
 }
 
-fn config(a: &ServerArgs) -> Result<ServerConfig> {
-    let topo = Topology::from_sysfs(&a.sysfs_root)?;
+/// `-o`: the profile's machine loads, and a placement keeps the server and the load generator
+/// apart; the file can be written.
+fn profile(
+    path: PathBuf,
+    machine: String,
+    cfg: &ServerConfig,
+    topo: &Topology,
+) -> Result<(PathBuf, String, Option<u32>)> {
+    smtsched_model::load_machine(&machine, &[])
+        .map_err(|e| bad_input(format!("--profile-machine: {e}")))?;
+    if base_placement(&cfg.placements).is_none() {
+        return Err(bad_input(
+            "-o: no placement keeps the server and the load generator on different CPUs \
+             (with the softirq on theirs), so their CPU time cannot be told apart; add \
+             one, e.g. -p table",
+        ));
+    }
+    check_outputs([Some(path.as_path())])?;
+    let first = cfg.placements[0].all_cpus().iter().min().unwrap_or(0);
+    let sibling = topo.siblings_of(first).iter().find(|&s| s != first);
+    Ok((path, machine, sibling))
+}
+
+impl ServerPlan {
+    fn write_files(&self, m: &ServerMeasurement) -> Result<()> {
+        if let Some(p) = &self.csv {
+            write_file(p, csv(m).as_bytes())?;
+        }
+        if let Some((p, machine, sibling)) = &self.profile {
+            let text = experiment_toml(m, machine, *sibling, self.config.connections)?;
+            write_file(p, text.as_bytes())?;
+        }
+        if let Some(p) = &self.svg {
+            let title = format!(
+                "{}, {}-byte file: throughput and p99 latency per placement (mean ± sd)",
+                m.server.binary(),
+                m.file_bytes
+            );
+            let svg = smtsched_report::bars::placement_svg(&svg_rows(m), &title)
+                .map_err(|e| anyhow::anyhow!("drawing {}: {e}", p.display()))?;
+            write_file(p, svg.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+fn config(a: &ServerArgs, topo: &Topology) -> Result<ServerConfig> {
     let online: CpuSet = topo.online.clone();
     let cpus: Vec<u32> = match &a.cpus {
-        Some(l) => {
-            let set = CpuSet::parse(l).map_err(|e| bad_input(format!("--cpus {l:?}: {e}")))?;
+        Some(set) => {
             if let Some(c) = set.iter().find(|c| !online.contains(*c)) {
                 return Err(bad_input(format!(
-                    "--cpus {l:?}: CPU {c} is not online on this machine"
+                    "--cpus {:?}: CPU {c} is not online on this machine",
+                    set.to_string()
                 )));
             }
             set.iter().collect()
@@ -167,14 +215,6 @@ fn config(a: &ServerArgs) -> Result<ServerConfig> {
             placements.push(Placement::parse(p, &online)?);
         }
     }
-    let rate =
-        match a.rate.as_deref() {
-            None => RatePlan::Closed,
-            Some("auto") => RatePlan::Auto,
-            Some(r) => RatePlan::Fixed(r.parse::<f64>().map_err(|_| {
-                bad_input(format!("--rate {r:?}: give requests per second or `auto`"))
-            })?),
-        };
     Ok(ServerConfig {
         server: match a.server {
             ServerChoice::Nginx => ServerKind::Nginx,
@@ -185,7 +225,7 @@ fn config(a: &ServerArgs) -> Result<ServerConfig> {
         file_bytes: a.file_bytes,
         port: a.port,
         placements,
-        rate,
+        rate: a.rate.unwrap_or(RatePlan::Closed),
         connections: a.connections,
         seconds: a.seconds,
         repetitions: a.repetitions,

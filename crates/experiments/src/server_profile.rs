@@ -12,13 +12,26 @@
 //! al.) and of the network softirq (`nic-irq-like`); the kernel shares and system calls are
 //! measured.
 
-use anyhow::{anyhow, Result};
 use smtsched_host::perf::Event;
 use smtsched_host::webserver::roles::{separable, RoleTimes};
 use smtsched_host::webserver::{CpuUse, Placement, ServerMeasurement};
 use smtsched_model::{load_machine, load_workload, MachineModel, WorkloadProfile};
 use smtsched_os::oracle::{Occupant, Oracle, SimulatedOracle};
 use toml::{Table, Value};
+
+/// Why the measurement cannot be written as an experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerProfileError {
+    /// The measurement lacks what the profile is made from.
+    #[error("{0}")]
+    Measurement(String),
+    #[error("{0}")]
+    Model(#[from] smtsched_model::ModelError),
+    #[error("cannot write the experiment as TOML: {0}")]
+    Toml(#[from] toml::ser::Error),
+}
+
+type Result<T> = std::result::Result<T, ServerProfileError>;
 
 /// The template profiles: a network server's instruction mix and the network softirq's.
 const SERVER_TEMPLATE: &str = "apache-mp-like";
@@ -41,9 +54,14 @@ pub fn experiment_toml(
     let placements: Vec<&Placement> = distinct_placements(m);
     let base = base_placement(&placements.iter().map(|p| (*p).clone()).collect::<Vec<_>>())
         .cloned()
-        .ok_or_else(|| anyhow!("no placement keeps the server and the load generator apart"))?;
-    let roles = RoleTimes::mean_of(&m.runs, &base.name)
-        .ok_or_else(|| anyhow!("placement {}: no complete load run", base.name))?;
+        .ok_or_else(|| {
+            ServerProfileError::Measurement(
+                "no placement keeps the server and the load generator apart".into(),
+            )
+        })?;
+    let roles = RoleTimes::mean_of(&m.runs, &base.name).ok_or_else(|| {
+        ServerProfileError::Measurement(format!("placement {}: no complete load run", base.name))
+    })?;
     let model = load_machine(machine, &[])?;
     let server_name = format!("{}-measured", m.server.binary());
     let syscalls = mean_first_point(m, &base.name, |p| p.per_request.syscalls);
@@ -208,10 +226,9 @@ fn role_profile(name: &str, time: &CpuUse, who: &str) -> Result<WorkloadProfile>
     let total = time.user_us + time.system_us + time.softirq_us;
     let share = ((time.system_us + time.softirq_us) / total.max(1e-9)).clamp(0.0, 1.0);
     p.phase.truncate(1);
-    let kernel = p.phase[0]
-        .kernel
-        .as_mut()
-        .ok_or_else(|| anyhow!("{SERVER_TEMPLATE} has no kernel work"))?;
+    let kernel = p.phase[0].kernel.as_mut().ok_or_else(|| {
+        ServerProfileError::Measurement(format!("{SERVER_TEMPLATE} has no kernel work"))
+    })?;
     kernel.share = share;
     Ok(p)
 }

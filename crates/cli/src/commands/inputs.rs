@@ -1,0 +1,107 @@
+//! What plans load from the user's names: machines, workloads, the measurement protocol and
+//! the CPUs threads run on, each refused in one line (exit 2) when it cannot be.
+
+use crate::args::SimArgs;
+use crate::errors::bad_input;
+use anyhow::Result;
+use smtsched_model::{expand_workload_list, load_machine, load_workload};
+use smtsched_model::{CpuSequence, MachineModel, Override};
+use smtsched_uarch::{Protocol, Workload};
+
+pub(crate) fn machine(name: &str, set: &[Override]) -> Result<MachineModel> {
+    Ok(load_machine(name, set)?)
+}
+
+/// A workload by preset name or file.
+pub(crate) fn workload(name: &str) -> Result<Box<dyn Workload>> {
+    // A recorded trace (`FILE` or `FILE@PROFILE`, told apart by the file's signature) replays
+    // wherever a profile runs.
+    if let Some(trace) = smtsched_trace::replay::load_trace_workload(name)? {
+        return Ok(Box::new(trace));
+    }
+    Ok(Box::new(load_workload(name, &[])?))
+}
+
+/// Workloads by preset name or file, in order.
+pub(crate) fn workloads(names: &[String]) -> Result<Vec<Box<dyn Workload>>> {
+    names.iter().map(|n| workload(n)).collect()
+}
+
+/// The names a workload list (`gzip-like,mcf-like`, `all`) stands for; `--workloads` must name
+/// at least one.
+pub(crate) fn workload_names(list: &str) -> Result<Vec<String>> {
+    let names = expand_workload_list(list);
+    if names.is_empty() {
+        return Err(bad_input(format!(
+            "--workloads {list:?}: names no workloads"
+        )));
+    }
+    Ok(names)
+}
+
+/// Borrowed views of loaded workloads, as the simulator takes them.
+pub(crate) fn refs(loaded: &[Box<dyn Workload>]) -> Vec<&dyn Workload> {
+    loaded.iter().map(|w| w.as_ref()).collect()
+}
+
+/// The measurement protocol the simulation options describe.
+pub(crate) fn protocol(sim: &SimArgs, machine: &MachineModel, rounds: u32) -> Result<Protocol> {
+    if !(sim.quantum_ms > 0.0 && sim.quantum_ms.is_finite()) {
+        return Err(bad_input(format!(
+            "--quantum-ms {}: must be a positive number of milliseconds",
+            sim.quantum_ms
+        )));
+    }
+    if rounds == 0 {
+        return Err(bad_input(
+            "--rounds 0: at least one measured round is needed",
+        ));
+    }
+    Ok(Protocol {
+        seed: sim.seed,
+        warmup_instructions: sim.warmup,
+        measure_instructions: sim.instructions,
+        quantum_cycles: (sim.quantum_ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64,
+        timeshare_rounds: rounds,
+        refill_only: !sim.full_quanta,
+    })
+}
+
+/// The logical CPU of each of `threads` threads, from `--cpus`: one per thread, each on `m`.
+pub(crate) fn thread_cpus(
+    m: &MachineModel,
+    list: &CpuSequence,
+    threads: usize,
+) -> Result<Vec<u32>> {
+    let cpus = list.cpus();
+    if let Some(cpu) = cpus.iter().find(|&&c| c >= m.logical_cpus()) {
+        return Err(bad_input(format!(
+            "--cpus {:?}: CPU {cpu} does not exist on machine {} (CPUs 0-{})",
+            list.to_string(),
+            m.name,
+            m.logical_cpus() - 1
+        )));
+    }
+    if cpus.len() != threads {
+        return Err(bad_input(format!(
+            "--cpus names {} CPUs for {} workloads; give one CPU per workload",
+            cpus.len(),
+            threads
+        )));
+    }
+    Ok(cpus)
+}
+
+/// `--estimator`: machine, thesis, perfect, matrix:FILE or a model file (for runs on `machine`).
+pub(crate) fn estimator(
+    spec: &smtsched_os::EstimatorSpec,
+    machine: Option<&MachineModel>,
+) -> Result<smtsched_os::sim::Estimator> {
+    smtsched_os::sim::Estimator::from_spec(spec, machine)
+        .map_err(|e| bad_input(format!("--estimator {e}")))
+}
+
+/// A counter model file (JSON or TOML, as `train fit` writes it).
+pub(crate) fn linear_model(file: &std::path::Path) -> Result<smtsched_os::LinearModel> {
+    smtsched_os::LinearModel::load(file).map_err(|e| bad_input(format!("--estimator {e}")))
+}

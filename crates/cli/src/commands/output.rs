@@ -1,0 +1,155 @@
+//! What commands print and write: standard output, output files checked before the work and
+//! written whole, and the files a PR matrix is written as.
+
+use crate::errors::bad_input;
+use anyhow::Result;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Prints to stdout (a closed pipe ends the program quietly, see main).
+pub(crate) fn out(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+pub(crate) fn json_out<T: serde::Serialize>(value: &T) -> Result<()> {
+    out(&(serde_json::to_string_pretty(value)? + "\n"))
+}
+
+/// Checks, before any work, that every output file given can be written: its directory exists
+/// and takes files, and it is not itself a directory. A long run must not end in "cannot write".
+pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>) -> Result<()> {
+    for p in paths.into_iter().flatten() {
+        if p.is_dir() {
+            return Err(bad_input(format!(
+                "{}: is a directory, not a file",
+                p.display()
+            )));
+        }
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let what = format!("cannot write {}", p.display());
+        if !dir.is_dir() {
+            return Err(bad_input(format!("{what}: no directory {}", dir.display())));
+        }
+        takes_files(dir, &what)?;
+    }
+    Ok(())
+}
+
+/// Checks, before any work, that `dir` is a directory that takes files or can be made (its
+/// nearest existing ancestor is a directory that takes files); it is made when written to.
+pub(crate) fn check_output_dir(dir: &Path, flag: &str) -> Result<()> {
+    let mut existing = dir;
+    while !existing.exists() {
+        match existing.parent() {
+            Some(p) if !p.as_os_str().is_empty() => existing = p,
+            _ => {
+                existing = Path::new(".");
+                break;
+            }
+        }
+    }
+    let what = format!("{flag} {}", dir.display());
+    if !existing.is_dir() {
+        return Err(bad_input(format!(
+            "{what}: {} is not a directory",
+            existing.display()
+        )));
+    }
+    takes_files(existing, &what)
+}
+
+/// Makes the output directory `dir` (see [`check_output_dir`]).
+pub(crate) fn make_output_dir(dir: &Path, flag: &str) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("{flag} {}: {e}", dir.display())))
+}
+
+/// Whether this process may create files in the directory `dir` (access(2), which also answers
+/// for a read-only file system); `what` heads the refusal.
+fn takes_files(dir: &Path, what: &str) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes());
+    // SAFETY: the path is a valid NUL-terminated string for the duration of the call.
+    let ok = path.is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0);
+    if ok {
+        return Ok(());
+    }
+    Err(bad_input(format!(
+        "{what}: {} does not take new files ({})",
+        dir.display(),
+        std::io::Error::last_os_error()
+    )))
+}
+
+/// Writes an output file atomically, naming it in any error.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::ErrorKind::{InvalidInput, NotFound, PermissionDenied};
+    smtsched_report::write_atomic(path, bytes).map_err(|e| match e.kind() {
+        // The path the user gave cannot be written: their input, exit 2.
+        NotFound | InvalidInput | PermissionDenied => {
+            bad_input(format!("cannot write {}: {e}", path.display()))
+        }
+        _ => anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
+    })
+}
+
+/// Where a PR matrix is written: `-o` JSON, `--csv` grid, `--pairs-csv` list, `--svg` heatmap.
+#[derive(Debug, Default)]
+pub(crate) struct MatrixFiles {
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub pairs_csv: Option<PathBuf>,
+    pub svg: Option<PathBuf>,
+}
+
+impl MatrixFiles {
+    /// The files asked for, each checked before the work (see [`check_outputs`]).
+    pub fn checked(
+        json: Option<PathBuf>,
+        csv: Option<PathBuf>,
+        pairs_csv: Option<PathBuf>,
+        svg: Option<PathBuf>,
+    ) -> Result<Self> {
+        let files = MatrixFiles {
+            json,
+            csv,
+            pairs_csv,
+            svg,
+        };
+        check_outputs([
+            files.json.as_deref(),
+            files.csv.as_deref(),
+            files.pairs_csv.as_deref(),
+            files.svg.as_deref(),
+        ])?;
+        Ok(files)
+    }
+
+    /// The text of every file asked for, at `path(file)`; nothing is written, so that a failure
+    /// leaves no partial set of files.
+    pub fn render(
+        &self,
+        x: &smtsched_model::PrMatrix,
+        path: impl Fn(&Path) -> PathBuf,
+    ) -> Result<Vec<(PathBuf, String)>> {
+        use smtsched_report::matrix::{grid_csv, heatmap_svg, pairs_csv};
+        let mut files = Vec::new();
+        if let Some(p) = &self.json {
+            files.push((path(p), serde_json::to_string_pretty(x)? + "\n"));
+        }
+        if let Some(p) = &self.csv {
+            files.push((path(p), grid_csv(x)));
+        }
+        if let Some(p) = &self.pairs_csv {
+            files.push((path(p), pairs_csv(x)));
+        }
+        if let Some(p) = &self.svg {
+            files.push((path(p), heatmap_svg(x).map_err(anyhow::Error::msg)?));
+        }
+        Ok(files)
+    }
+}

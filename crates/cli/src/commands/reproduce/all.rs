@@ -1,0 +1,236 @@
+//! `reproduce all [-o DIR]`: every experiment side by side, then one report (see [`report`]).
+//! As a sweep: `--shard I/N -o FILE` runs every N-th experiment, `--merge FILES -o DIR` writes
+//! the report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
+
+use super::super::output::{check_output_dir, make_output_dir};
+use super::super::slurm::Submission;
+use super::super::{check_outputs, out, write_file, Bars};
+use super::report::{report, summary_table, write_report};
+use super::run_options;
+use crate::args::ReproduceArgs;
+use crate::errors::bad_input;
+use anyhow::Result;
+use rayon::prelude::*;
+use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
+use smtsched_experiments::run::{Outcome, RunOptions};
+use smtsched_experiments::shards::Shard;
+use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard};
+use std::path::{Path, PathBuf};
+
+pub enum AllPlan {
+    /// Run the experiments (all, or a shard of them).
+    Run(RunAll),
+    /// `--merge`: the shards' outcomes, read and merged, for the report.
+    Merge {
+        seed: u64,
+        outcomes: Vec<Outcome>,
+        dir: Option<PathBuf>,
+    },
+    /// `--slurm`: the submit script.
+    Slurm(Submission),
+}
+
+pub struct RunAll {
+    /// Every experiment of the suite, loaded (a bad name costs nothing).
+    experiments: Vec<Experiment>,
+    suite: Suite,
+    options: RunOptions,
+    /// A shard writes its outcomes to `output`; the whole suite writes its report there (a
+    /// directory) if given.
+    shard: Option<Shard>,
+    output: Option<PathBuf>,
+}
+
+impl AllPlan {
+    pub fn from_args(a: ReproduceArgs) -> Result<Self> {
+        if !a.merge.is_empty() {
+            return merged(a);
+        }
+        let names: Vec<String> = match &a.only {
+            Some(list) => list.split(',').map(|n| n.trim().to_string()).collect(),
+            None => EXPERIMENTS.iter().map(|p| p.name.to_string()).collect(),
+        };
+        let experiments = names
+            .iter()
+            .map(|n| load_experiment(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = run_options(&a);
+        let suite = Suite::new(names, &options);
+        if a.slurm {
+            return slurm(&a, &suite, &options).map(AllPlan::Slurm);
+        }
+        check_output(a.shard, a.output.as_deref())?;
+        Ok(AllPlan::Run(RunAll {
+            experiments,
+            suite,
+            options,
+            shard: a.shard,
+            output: a.output,
+        }))
+    }
+
+    pub fn execute(self) -> Result<()> {
+        match self {
+            AllPlan::Run(r) => r.execute(),
+            AllPlan::Merge {
+                seed,
+                outcomes,
+                dir,
+            } => finish(seed, &outcomes, dir.as_deref()),
+            AllPlan::Slurm(s) => s.write(),
+        }
+    }
+}
+
+/// A shard writes one file (`-o FILE`, required); the whole suite a directory (made when the
+/// report is written).
+fn check_output(shard: Option<Shard>, output: Option<&Path>) -> Result<()> {
+    match (shard, output) {
+        (Some(_), None) => Err(bad_input("--shard needs -o FILE for its outcomes")),
+        (Some(_), Some(f)) if f.is_dir() => Err(bad_input(format!(
+            "-o {}: a directory; a shard writes one file",
+            f.display()
+        ))),
+        (Some(_), Some(f)) => check_outputs([Some(f)]),
+        (None, Some(d)) => check_output_dir(d, "-o"),
+        (None, None) => Ok(()),
+    }
+}
+
+/// `--merge`: the shards' outcomes; the shards' options decide the results (the suite records
+/// them), so the merge runs nothing.
+fn merged(a: ReproduceArgs) -> Result<AllPlan> {
+    let parts = a
+        .merge
+        .iter()
+        .map(|f| Ok((f.display().to_string(), read_shard(f).map_err(bad_input)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let (suite, outcomes) = merge(&parts).map_err(bad_input)?;
+    if let Some(d) = &a.output {
+        check_output_dir(d, "-o")?;
+    }
+    Ok(AllPlan::Merge {
+        seed: suite.seed,
+        outcomes,
+        dir: a.output,
+    })
+}
+
+/// `--slurm`: the shards and the merge run this executable with these options.
+fn slurm(a: &ReproduceArgs, suite: &Suite, options: &RunOptions) -> Result<Submission> {
+    let (shards, dir) = (
+        a.shards.expect("clap requires it"),
+        a.dir.as_deref().expect("clap requires it"),
+    );
+    let mut shard_args = vec!["reproduce".to_string(), "all".into()];
+    shard_args.extend(forwarded(options));
+    shard_args.extend(["--only".into(), suite.experiments.join(",")]);
+    Submission::new(
+        "smtsched-reproduce-all".into(),
+        shards,
+        dir,
+        &shard_args,
+        &["reproduce", "all", "--merge"],
+        "report",
+        a.output.clone(),
+    )
+}
+
+/// The options a shard must run with, as flags.
+fn forwarded(o: &RunOptions) -> Vec<String> {
+    let mut v = vec!["--seed".to_string(), o.seed.to_string()];
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(x) = value {
+            v.extend([name.to_string(), x]);
+        }
+    };
+    flag("--repetitions", o.repetitions.map(|x| x.to_string()));
+    flag(
+        "--max-repetitions",
+        o.max_repetitions.map(|x| x.to_string()),
+    );
+    flag("--duration", o.duration_s.map(|x| x.to_string()));
+    flag("--estimator", o.estimator.as_ref().map(|e| e.to_string()));
+    flag("--baseline", o.baseline.map(|b| b.to_string()));
+    let names =
+        |p: &Vec<smtsched_os::PolicyName>| p.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    flag(
+        "--policies",
+        o.policies.as_ref().map(|p| names(p).join(",")),
+    );
+    v
+}
+
+impl RunAll {
+    fn execute(self) -> Result<()> {
+        let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
+        let total = self.suite.shard_items(shard).len();
+        let mine: Vec<(usize, usize, Experiment)> = self
+            .experiments
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| shard.takes(*i))
+            .enumerate()
+            .map(|(n, (i, e))| (n, i, e))
+            .collect();
+        let outcomes = run_side_by_side(mine, total, &self.options)?;
+        match (self.shard, self.output) {
+            (Some(s), Some(f)) => {
+                let file = SuiteShard::new(self.suite, s, outcomes);
+                write_file(&f, (serde_json::to_string(&file)? + "\n").as_bytes())?;
+                let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
+                out(&summary_table(&report(self.options.seed, &done)))
+            }
+            (_, output) => {
+                let done: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
+                finish(self.options.seed, &done, output.as_deref())
+            }
+        }
+    }
+}
+
+/// Experiments run side by side, as many as the host has cores: most have serial stretches
+/// (one seed's scheduler run, a merge of samples) that another experiment's work fills. Each
+/// experiment's result does not depend on what runs beside it; they are kept in order, each with
+/// its index in the suite.
+fn run_side_by_side(
+    mine: Vec<(usize, usize, Experiment)>,
+    total: usize,
+    options: &RunOptions,
+) -> Result<Vec<(usize, Outcome)>> {
+    let multi = indicatif::MultiProgress::new();
+    let started = std::time::Instant::now();
+    let outcomes: Vec<(usize, Outcome)> = mine
+        .into_par_iter()
+        .with_max_len(1)
+        .map(|(n, i, e)| {
+            let bars = Bars::in_multi(&multi);
+            bars.say(&format!("[{}/{total}] {} ...", n + 1, e.name));
+            let o = smtsched_experiments::run::run(e, options, &bars)?;
+            bars.say(&format!(
+                "[{}/{total}] {}: {} claim(s), {:.1} s",
+                n + 1,
+                o.name,
+                o.claims.len(),
+                o.seconds
+            ));
+            Ok((i, o))
+        })
+        .collect::<Result<_>>()?;
+    eprintln!(
+        "{} experiment(s) in {:.1} s",
+        outcomes.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(outcomes)
+}
+
+/// The report of `outcomes`: written into `dir` if given, and its summary printed.
+fn finish(seed: u64, outcomes: &[Outcome], dir: Option<&Path>) -> Result<()> {
+    let r = report(seed, outcomes);
+    if let Some(d) = dir {
+        make_output_dir(d, "-o")?;
+        write_report(d, &r, outcomes)?;
+    }
+    out(&summary_table(&r))
+}

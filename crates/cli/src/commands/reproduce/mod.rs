@@ -1,0 +1,99 @@
+//! `reproduce`: the seed papers' experiments, declared in `experiments/*.toml`.
+
+mod all;
+mod report;
+
+use super::plan::Plan;
+use super::{check_outputs, json_out, out, write_file, Bars};
+use crate::args::ReproduceArgs;
+use crate::errors::bad_input;
+use anyhow::Result;
+use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
+use smtsched_experiments::run::RunOptions;
+use smtsched_report::Table;
+use std::path::PathBuf;
+
+pub enum ReproducePlan {
+    /// `--list`, or no experiment named: the experiments and their titles.
+    List,
+    /// One experiment, its report printed (and written to `output`).
+    One {
+        experiment: Box<Experiment>,
+        options: RunOptions,
+        output: Option<PathBuf>,
+        json: bool,
+    },
+    /// `all`: every experiment, or a shard of them, a merge of shards or a Slurm script.
+    All(all::AllPlan),
+}
+
+impl Plan for ReproducePlan {
+    type Args = ReproduceArgs;
+
+    fn from_args(a: ReproduceArgs) -> Result<Self> {
+        let Some(name) = a.name.as_deref().filter(|_| !a.list) else {
+            return Ok(ReproducePlan::List);
+        };
+        if name == "all" {
+            return Ok(ReproducePlan::All(all::AllPlan::from_args(a)?));
+        }
+        if a.shard.is_some() || !a.merge.is_empty() || a.slurm || a.only.is_some() {
+            return Err(bad_input(format!(
+                "--shard, --merge, --slurm and --only go with `reproduce all`, not with {name}"
+            )));
+        }
+        let experiment = Box::new(load_experiment(name)?);
+        check_outputs([a.output.as_deref()])?;
+        Ok(ReproducePlan::One {
+            experiment,
+            options: run_options(&a),
+            output: a.output,
+            json: a.json,
+        })
+    }
+
+    fn execute(self) -> Result<()> {
+        match self {
+            ReproducePlan::List => list(),
+            ReproducePlan::One {
+                experiment,
+                options,
+                output,
+                json,
+            } => {
+                let o = smtsched_experiments::run::run(*experiment, &options, &Bars::default())?;
+                if json {
+                    return json_out(&o.json);
+                }
+                if let Some(p) = &output {
+                    write_file(p, o.text.as_bytes())?;
+                }
+                out(&o.text)
+            }
+            ReproducePlan::All(plan) => plan.execute(),
+        }
+    }
+}
+
+fn list() -> Result<()> {
+    let mut t = Table::new(["experiment", "title"]);
+    for p in EXPERIMENTS {
+        let e = load_experiment(p.name)?;
+        t.row([e.name, e.title]);
+    }
+    out(&t.render())
+}
+
+/// The run options `a` gives.
+fn run_options(a: &ReproduceArgs) -> RunOptions {
+    RunOptions {
+        seed: a.seed,
+        duration_s: a.duration,
+        repetitions: a.repetitions,
+        max_repetitions: a.max_repetitions,
+        baseline: a.baseline,
+        policies: a.policies.clone(),
+        estimator: a.model.clone(),
+        full_json: a.json,
+    }
+}

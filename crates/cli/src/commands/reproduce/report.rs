@@ -1,0 +1,240 @@
+//! The report of `reproduce all`: `report.html` (one self-contained file: inline SVG, no
+//! external assets, the raw results embedded as JSON), `report.md` and `report.json`, with the
+//! counts of claims that hold, do not hold and are inconclusive at the top, and per experiment
+//! its claims, tables, figures, machine, seed and time; and the summary printed.
+
+use super::super::write_file;
+use anyhow::Result;
+use serde::Serialize;
+use smtsched_experiments::run::{ClaimOutcome, Outcome};
+use smtsched_report::verdict::Verdict;
+use smtsched_report::Table;
+use std::path::Path;
+
+#[derive(Serialize)]
+struct Counts {
+    holds: usize,
+    does_not_hold: usize,
+    inconclusive: usize,
+}
+
+/// What `reproduce all` found: the counts of claims, then each experiment's.
+#[derive(Serialize)]
+pub struct Report<'a> {
+    format: &'static str,
+    version: &'static str,
+    seed: u64,
+    seconds: f64,
+    counts: Counts,
+    experiments: Vec<ExperimentReport<'a>>,
+}
+
+#[derive(Serialize)]
+struct ExperimentReport<'a> {
+    name: &'a str,
+    title: &'a str,
+    source: &'a str,
+    machine: &'a str,
+    seconds: f64,
+    claims: &'a [ClaimOutcome],
+    result: &'a serde_json::Value,
+}
+
+/// The report of `outcomes` (run from `seed` on).
+pub fn report(seed: u64, outcomes: &[Outcome]) -> Report<'_> {
+    let count = |v: Verdict| {
+        outcomes
+            .iter()
+            .flat_map(|o| &o.claims)
+            .filter(|c| c.verdict == v)
+            .count()
+    };
+    Report {
+        format: "smtsched-reproduce-report-1",
+        version: env!("CARGO_PKG_VERSION"),
+        seed,
+        seconds: outcomes.iter().map(|o| o.seconds).sum(),
+        counts: Counts {
+            holds: count(Verdict::Holds),
+            does_not_hold: count(Verdict::DoesNotHold),
+            inconclusive: count(Verdict::Inconclusive),
+        },
+        experiments: outcomes
+            .iter()
+            .map(|o| ExperimentReport {
+                name: &o.name,
+                title: &o.title,
+                source: &o.source,
+                machine: &o.machine,
+                seconds: o.seconds,
+                claims: &o.claims,
+                result: &o.json,
+            })
+            .collect(),
+    }
+}
+
+/// Writes report.html, report.md and report.json into `dir`.
+pub fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result<()> {
+    let json = serde_json::to_string_pretty(report)? + "\n";
+    let files = [
+        ("report.html", html(report, outcomes, &json)),
+        ("report.md", markdown(report, outcomes)),
+        ("report.json", json.clone()),
+    ];
+    for (name, text) in files {
+        write_file(&dir.join(name), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The counts of claims of every experiment, as printed.
+pub fn summary_table(r: &Report) -> String {
+    let mut t = Table::new([
+        "experiment",
+        "holds",
+        "does not hold",
+        "inconclusive",
+        "seconds",
+    ]);
+    for e in &r.experiments {
+        let n = |v: Verdict| {
+            e.claims
+                .iter()
+                .filter(|c| c.verdict == v)
+                .count()
+                .to_string()
+        };
+        t.row([
+            e.name.to_string(),
+            n(Verdict::Holds),
+            n(Verdict::DoesNotHold),
+            n(Verdict::Inconclusive),
+            format!("{:.1}", e.seconds),
+        ]);
+    }
+    format!(
+        "{} claims: {} hold, {} do not hold, {} inconclusive ({:.0} s)\n\n{}",
+        r.counts.holds + r.counts.does_not_hold + r.counts.inconclusive,
+        r.counts.holds,
+        r.counts.does_not_hold,
+        r.counts.inconclusive,
+        r.seconds,
+        t.render()
+    )
+}
+
+fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
+    let mut md = format!(
+        "# smtsched reproduce all\n\nsmtsched {}, seed {}, {:.0} s. Claims: **{} hold**, **{} do \
+         not hold**, **{} inconclusive**.\n\n",
+        r.version, r.seed, r.seconds, r.counts.holds, r.counts.does_not_hold, r.counts.inconclusive
+    );
+    for o in outcomes {
+        md.push_str(&format!(
+            "## {} — {}\n\nSource: {}. Machine {}, {:.1} s.\n\n",
+            o.name, o.title, o.source, o.machine, o.seconds
+        ));
+        for c in &o.claims {
+            md.push_str(&format!("- {}\n", c.evidence));
+        }
+        md.push_str(&format!("\n```text\n{}\n```\n\n", o.text.trim_end()));
+    }
+    md
+}
+
+/// Text safe inside HTML elements and attributes.
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Holds => "holds",
+        Verdict::DoesNotHold => "fails",
+        Verdict::Inconclusive => "open",
+    }
+}
+
+fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
+    let mut body = format!(
+        "<h1>smtsched: what of the seed papers reproduces</h1>\n<p class=\"meta\">smtsched {} · \
+         seed {} · {:.0} s</p>\n<p class=\"counts\"><span class=\"holds\">{} hold</span> \
+         <span class=\"fails\">{} do not hold</span> <span class=\"open\">{} inconclusive</span></p>\n<nav><ul>\n",
+        esc(r.version),
+        r.seed,
+        r.seconds,
+        r.counts.holds,
+        r.counts.does_not_hold,
+        r.counts.inconclusive
+    );
+    for o in outcomes {
+        body.push_str(&format!(
+            "<li><a href=\"#{0}\">{0}</a> — {1}</li>\n",
+            esc(&o.name),
+            esc(&o.title)
+        ));
+    }
+    body.push_str("</ul></nav>\n");
+    for o in outcomes {
+        body.push_str(&format!(
+            "<section id=\"{}\">\n<h2>{}</h2>\n<p>{}</p>\n<p class=\"meta\">source: {} · \
+             machine {} · {:.1} s</p>\n",
+            esc(&o.name),
+            esc(&o.name),
+            esc(&o.title),
+            esc(&o.source),
+            esc(&o.machine),
+            o.seconds
+        ));
+        if !o.claims.is_empty() {
+            body.push_str("<ul class=\"claims\">\n");
+            for c in &o.claims {
+                body.push_str(&format!(
+                    "<li class=\"{}\">{}</li>\n",
+                    verdict_class(c.verdict),
+                    esc(&c.evidence)
+                ));
+            }
+            body.push_str("</ul>\n");
+        }
+        for (caption, svg) in &o.figures {
+            // An SVG document's own XML declaration is not allowed inline.
+            let svg = svg.trim_start_matches(|c| c != '<');
+            let svg = match svg.strip_prefix("<?xml") {
+                Some(rest) => rest.split_once("?>").map_or(svg, |(_, s)| s.trim_start()),
+                None => svg,
+            };
+            body.push_str(&format!(
+                "<figure>{svg}<figcaption>{}</figcaption></figure>\n",
+                esc(caption)
+            ));
+        }
+        body.push_str(&format!(
+            "<details><summary>Tables</summary><pre>{}</pre></details>\n</section>\n",
+            esc(&o.text)
+        ));
+    }
+    // `</` would end the script element early.
+    let data = json.replace("</", "<\\/");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>smtsched \
+         reproduce all</title>\n<style>\n{STYLE}</style></head>\n<body>\n{body}<script \
+         type=\"application/json\" id=\"results\">{data}</script>\n</body></html>\n"
+    )
+}
+
+const STYLE: &str =
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+.meta{color:#555;font-size:90%}
+.counts span{font-size:130%;font-weight:bold;margin-right:1em;padding:.2em .5em;border-radius:4px}
+.holds{background:#e0f0ff}.fails{background:#ffe6d5}.open{background:#eee}
+ul.claims li{margin:.3em 0;padding:.2em .5em;border-radius:3px;list-style:none}
+pre{font-size:80%;overflow-x:auto;background:#f7f7f7;padding:.5em}
+figure{margin:1em 0}svg{max-width:100%;height:auto}
+section{border-top:1px solid #ccc;margin-top:2em}
+";

@@ -1,0 +1,105 @@
+//! The files `run` writes about its first policy's first repetition (timeline, its SVG, a
+//! Perfetto trace, the decisions) and about every run (per-task CSV).
+
+use super::super::{check_outputs, write_file};
+use anyhow::Result;
+use smtsched_model::MachineModel;
+use smtsched_os::policy::DecisionRecord;
+use smtsched_os::runs::{perfetto_of, PolicyRuns, TimelineFile};
+use std::path::PathBuf;
+
+/// Where each file goes (none: not written); checked before the run.
+#[derive(Debug)]
+pub struct RunFiles {
+    pub timeline: Option<PathBuf>,
+    pub timeline_svg: Option<PathBuf>,
+    /// Seconds the timeline SVG shows.
+    pub timeline_seconds: f64,
+    pub trace: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub decisions: Option<PathBuf>,
+}
+
+impl RunFiles {
+    pub fn check(&self) -> Result<()> {
+        check_outputs([
+            self.timeline.as_deref(),
+            self.timeline_svg.as_deref(),
+            self.trace.as_deref(),
+            self.csv.as_deref(),
+            self.decisions.as_deref(),
+        ])
+    }
+
+    /// Whether the simulation must record the schedule (every context switch).
+    pub fn need_timeline(&self) -> bool {
+        self.timeline.is_some() || self.timeline_svg.is_some() || self.trace.is_some()
+    }
+
+    /// Writes every file asked for; `title` heads the timeline and the trace.
+    pub fn write(&self, results: &[PolicyRuns], m: &MachineModel, title: &str) -> Result<()> {
+        let first = &results[0].runs[0];
+        let timeline = TimelineFile::of(first, m, title);
+        if let Some(p) = &self.timeline {
+            let text = serde_json::to_string_pretty(&timeline)? + "\n";
+            write_file(p, text.as_bytes())?;
+        }
+        if let Some(p) = &self.timeline_svg {
+            let svg = timeline
+                .svg(self.timeline_seconds)
+                .map_err(anyhow::Error::msg)?;
+            write_file(p, svg.as_bytes())?;
+        }
+        if let Some(p) = &self.trace {
+            let trace = perfetto_of(first, m, title);
+            write_file(p, (serde_json::to_string(&trace)? + "\n").as_bytes())?;
+        }
+        if let Some(p) = &self.decisions {
+            let mut text = String::new();
+            for rec in &first.periods {
+                let line = DecisionRecord::new(&rec.view, &rec.decisions);
+                text.push_str(&serde_json::to_string(&line)?);
+                text.push('\n');
+            }
+            write_file(p, text.as_bytes())?;
+        }
+        if let Some(p) = &self.csv {
+            write_file(p, task_csv(results).as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// One row per task of every repetition of every policy.
+fn task_csv(results: &[PolicyRuns]) -> String {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for pr in results {
+        for (k, r) in pr.runs.iter().enumerate() {
+            for b in &r.per_bench {
+                rows.push(vec![
+                    pr.policy.clone(),
+                    k.to_string(),
+                    b.name.clone(),
+                    b.nice.to_string(),
+                    b.runs.to_string(),
+                    b.pr.map_or(String::new(), |v| format!("{v:.6}")),
+                    format!("{:.6}", b.cpu_share),
+                    b.context_switches.to_string(),
+                    b.migrations.to_string(),
+                ]);
+            }
+        }
+    }
+    let header = [
+        "policy",
+        "repetition",
+        "task",
+        "nice",
+        "runs",
+        "pr",
+        "cpu_share",
+        "context_switches",
+        "migrations",
+    ];
+    smtsched_report::csv::csv_text(&[], &header, rows)
+}

@@ -1,0 +1,212 @@
+//! `run`: the OS scheduling simulator on a task set under several policies.
+
+mod files;
+mod tasks;
+
+use super::plan::Plan;
+use super::{counting_bar, estimator, json_out, out};
+use crate::args::RunArgs;
+use crate::errors::bad_input;
+use anyhow::Result;
+use files::RunFiles;
+use smtsched_model::MachineModel;
+use smtsched_os::oracle::Oracle;
+use smtsched_os::runs::{
+    policy_table, server_table, simulate_reporting, simulation_steps, task_table, PolicyRuns,
+};
+use smtsched_os::sim::{Estimator, SimConfig};
+use smtsched_os::taskset::TaskSetSpec;
+use smtsched_os::PolicyName;
+use std::path::Path;
+use tasks::{oracle, tasks_of, Tasks};
+
+pub struct RunPlan {
+    machine: MachineModel,
+    set: TaskSetSpec,
+    /// The task-set or experiment file `--tasks` named (it prefixes errors in the set).
+    tasks_file: Option<String>,
+    oracle: Box<dyn Oracle>,
+    policies: Vec<PolicyName>,
+    repeat: u32,
+    /// The simulation of one policy; each run takes its own seed.
+    config: SimConfig,
+    files: RunFiles,
+    json: bool,
+}
+
+impl Plan for RunPlan {
+    type Args = RunArgs;
+
+    fn from_args(a: RunArgs) -> Result<Self> {
+        let m = a.machine.load()?;
+        check_times(&a)?;
+        let Tasks {
+            mut set,
+            cpus: experiment_cpus,
+        } = tasks_of(&a.tasks)?;
+        let tasks_file = Path::new(&a.tasks).is_file().then(|| a.tasks.clone());
+        if tasks_file.is_none() {
+            for t in &mut set.tasks {
+                t.run_seconds = a.run_seconds;
+            }
+        }
+        set.validate()
+            .map_err(|e| bad_input(format!("--tasks: {e}")))?;
+        let files = RunFiles {
+            timeline: a.timeline,
+            timeline_svg: a.timeline_svg,
+            timeline_seconds: a.timeline_seconds,
+            trace: a.trace,
+            csv: a.csv,
+            decisions: a.decisions,
+        };
+        files.check()?;
+        let oracle = oracle(&a.oracle, &m, &set, a.seed, a.kernel)?;
+        let mut config = SimConfig::new(a.baseline, a.duration, a.seed);
+        config.hz = a.hz.unwrap_or(a.baseline.default_hz());
+        config.stagger_s = a.stagger;
+        config.cpus = a.cpus.or(experiment_cpus);
+        let model = a.model.unwrap_or(Estimator::default_spec(&m));
+        config.estimator = estimator(&model, Some(&m))?;
+        config.estimate_cost_ticks = a.estimate_cost;
+        config.record_timeline = files.need_timeline();
+        config.record_periods = files.decisions.is_some();
+        config.corunners = a.corunners;
+        Ok(RunPlan {
+            machine: m,
+            set,
+            tasks_file,
+            oracle,
+            policies: a.policies,
+            repeat: a.repeat,
+            config,
+            files,
+            json: a.json,
+        })
+    }
+
+    fn execute(self) -> Result<()> {
+        let started = std::time::Instant::now();
+        let results = self.simulate()?;
+        let elapsed = started.elapsed().as_secs_f64();
+        let title = format!(
+            "{} on {}, CPUs {}, {} baseline",
+            results[0].policy,
+            self.machine.name,
+            self.cpus_shown(),
+            self.config.baseline
+        );
+        self.files.write(&results, &self.machine, &title)?;
+        if self.json {
+            return json_out(&self.json_report(&results));
+        }
+        out(&self.header(&results, elapsed))?;
+        self.tables(&results)
+    }
+}
+
+/// `--duration`, `--stagger` and `--hz` describe a run that can be simulated.
+fn check_times(a: &RunArgs) -> Result<()> {
+    if !(a.duration > a.stagger && a.duration.is_finite()) || a.stagger < 0.0 {
+        return Err(bad_input(format!(
+            "--duration {}: must be a positive number of seconds longer than --stagger {}",
+            a.duration, a.stagger
+        )));
+    }
+    match a.hz {
+        Some(hz) if !(hz.is_finite() && hz > 0.0) => {
+            Err(bad_input(format!("--hz {hz}: must be a positive number")))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl RunPlan {
+    /// Every policy's runs, a bar showing the oracle's warm-up and then each run.
+    fn simulate(&self) -> Result<Vec<PolicyRuns>> {
+        let bar = counting_bar(simulation_steps(self.policies.len(), self.repeat), "steps")?;
+        bar.set_message(format!(
+            "warming the oracle ({} workloads)",
+            self.set.oracle_workloads().len()
+        ));
+        let step = || {
+            bar.inc(1);
+            bar.set_message("simulating (policies x repetitions)");
+        };
+        let (m, oracle) = (&self.machine, self.oracle.as_ref());
+        let results = simulate_reporting(
+            m,
+            oracle,
+            &self.set,
+            &self.policies,
+            self.repeat,
+            &self.config,
+            &step,
+        );
+        bar.finish_and_clear();
+        results.map_err(|e| match &self.tasks_file {
+            Some(file) => bad_input(format!("{file}: {e}")),
+            None => bad_input(e),
+        })
+    }
+
+    fn cpus_shown(&self) -> String {
+        self.config
+            .cpus
+            .as_ref()
+            .map_or("all".into(), |c| c.to_string())
+    }
+
+    fn json_report(&self, results: &[PolicyRuns]) -> serde_json::Value {
+        let v: Vec<_> = results
+            .iter()
+            .map(|p| serde_json::json!({ "policy": p.policy, "runs": p.runs, "summaries": p.runs.iter().map(|r| r.summary()).collect::<Vec<_>>() }))
+            .collect();
+        serde_json::json!({
+            "machine": self.machine.name, "baseline": self.config.baseline.to_string(),
+            "oracle": self.oracle.describe(), "results": v,
+        })
+    }
+
+    fn header(&self, results: &[PolicyRuns], elapsed: f64) -> String {
+        let sims = results.len() as f64 * self.repeat as f64;
+        let threads = rayon::current_num_threads();
+        format!(
+            "{} tasks on {} (CPUs {}), {} baseline, {} s simulated x {} repetition(s), oracle {}, {}\n{:.1} s in all; {:.2} s per simulation once the oracle was warm ({} on this host)\n\n",
+            self.set.tasks.len(),
+            self.machine.name,
+            self.cpus_shown(),
+            self.config.baseline,
+            self.config.duration_s,
+            self.repeat,
+            self.oracle.describe(),
+            self.config.estimator.describe(),
+            elapsed,
+            // The simulations ran in parallel, as many at once as there are threads (or fewer).
+            results[0].wall_seconds * (threads as f64).min(sims) / sims,
+            threads
+        )
+    }
+
+    fn tables(&self, results: &[PolicyRuns]) -> Result<()> {
+        // Server and load-generator tasks complete requests, not runs: their PRs would be empty
+        // columns.
+        let plain_tasks = self
+            .set
+            .tasks
+            .iter()
+            .any(|t| t.serves.is_none() && t.drives.is_none());
+        if plain_tasks {
+            out(&policy_table(results))?;
+            out("\n")?;
+            out(&task_table(results))?;
+        }
+        if !results[0].runs[0].servers.is_empty() {
+            if plain_tasks {
+                out("\n")?;
+            }
+            out(&server_table(results))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,117 @@
+//! `trace crosscheck`: cachegrind's miss counts beside the simulator's on the same program and
+//! the same caches.
+
+use super::super::{json_out, out};
+use super::{interrupt_flag, log_spinner};
+use anyhow::Result;
+use smtsched_model::MachineModel;
+use smtsched_report::Table;
+use smtsched_trace::crosscheck::{
+    open_for_check, relative_difference, simulate, CachegrindModel, SimulatorCounts,
+};
+use smtsched_trace::valgrind::{
+    record, run_cachegrind, CacheConfig, CachegrindCounts, ProgramOutput, RecordOptions,
+};
+use std::path::PathBuf;
+
+pub struct CrosscheckPlan {
+    pub(super) caches: CacheConfig,
+    /// The simulator's machine with cachegrind's caches.
+    pub(super) machine: MachineModel,
+    /// Where the trace goes: kept, or removed at the end.
+    pub(super) keep: Option<PathBuf>,
+    pub(super) json: bool,
+    pub(super) command: Vec<String>,
+}
+
+impl CrosscheckPlan {
+    pub(super) fn execute(self) -> Result<()> {
+        let (caches, command) = (&self.caches, &self.command);
+        let _cleanup;
+        let trace_path = match self.keep {
+            Some(p) => p,
+            None => {
+                let dir = std::env::temp_dir()
+                    .join(format!("smtsched-crosscheck-{}", std::process::id()));
+                std::fs::create_dir_all(&dir)?;
+                _cleanup = RemoveOnDrop(dir.clone());
+                dir.join("crosscheck.smtt")
+            }
+        };
+        let bar = log_spinner(&format!("recording {}", command.join(" ")))?;
+        let opts = RecordOptions {
+            command: command.clone(),
+            max_instructions: None,
+            output: ProgramOutput::Null,
+        };
+        let flag = interrupt_flag();
+        let rec = record(&opts, &trace_path, Some(&flag), &|b| bar.set_position(b));
+        bar.finish_and_clear();
+        let rec = rec?;
+        let cg = run_cachegrind(command, caches, ProgramOutput::Null)?;
+        let w = open_for_check(&trace_path)?;
+        let replica = CachegrindModel::run(caches, w.file())?;
+        let sim = simulate(&w, &self.machine)?;
+        if self.json {
+            return json_out(&serde_json::json!({
+                "command": command, "instructions": rec.summary.instructions,
+                "cachegrind": cg, "replica": replica, "simulator": sim,
+            }));
+        }
+        out(&format!(
+            "`{}`: {} instructions (cachegrind counted {}), I1 {} D1 {} LL {}\n\n{}",
+            command.join(" "),
+            rec.summary.instructions,
+            cg.ir,
+            caches.i1,
+            caches.d1,
+            caches.ll,
+            misses_table(&cg, &replica, &sim).render()
+        ))
+    }
+}
+
+/// Misses counted by cachegrind, its replica and the simulator, side by side.
+fn misses_table(cg: &CachegrindCounts, replica: &CachegrindCounts, sim: &SimulatorCounts) -> Table {
+    let pct =
+        |ours: u64, theirs: u64| format!("{:+.2}%", 100.0 * relative_difference(ours, theirs));
+    let mut t = Table::new(["misses", "cachegrind", "replica", "simulator", "difference"]);
+    t.row([
+        "I1".to_string(),
+        cg.i1mr.to_string(),
+        replica.i1mr.to_string(),
+        "-".to_string(),
+        String::new(),
+    ]);
+    t.row([
+        "D1 (engine)".to_string(),
+        cg.d1_misses().to_string(),
+        replica.d1_misses().to_string(),
+        sim.d1_misses.to_string(),
+        pct(sim.d1_misses, cg.d1_misses()),
+    ]);
+    t.row([
+        "LL data (memory system)".to_string(),
+        cg.ll_data_misses().to_string(),
+        replica.ll_data_misses().to_string(),
+        sim.memory_ll_data_misses.to_string(),
+        pct(sim.memory_ll_data_misses, cg.ll_data_misses()),
+    ]);
+    t.row([
+        "LL all (engine)".to_string(),
+        (cg.ilmr + cg.ll_data_misses()).to_string(),
+        (replica.ilmr + replica.ll_data_misses()).to_string(),
+        sim.ll_misses.to_string(),
+        pct(sim.ll_misses, cg.ilmr + cg.ll_data_misses()),
+    ]);
+    t
+}
+
+/// Removes a temporary directory when the command ends, however it ends.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,271 @@
+//! Every command checks what it was given before it works: arguments, the files it reads and
+//! the paths it will write. A long job with a bad output path therefore ends at once, in one
+//! line with exit code 2, having started nothing and created nothing; and a flag with a closed
+//! set of values refuses any other value in one line naming the flag and the value.
+
+mod util;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+use util::{assert_bad_input, smtsched, with_marker};
+
+/// A directory that does not exist, so no file can be written in it.
+const NO_DIR: &str = "/nonexistent-smtsched-dir";
+
+/// Runs `smtsched ARGS` in `dir` and checks it is refused as bad input within `limit` (far less
+/// than the work it asks for would take), naming each of `needles`, and that `dir` stays empty.
+fn refused_at_once(dir: &Path, args: &[&str], limit: Duration, needles: &[&str]) {
+    let started = Instant::now();
+    let o = smtsched(dir, args);
+    let took = started.elapsed();
+    assert_bad_input(&o, needles);
+    assert!(took < limit, "{args:?} took {took:?} before it was refused");
+    let left: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{args:?} left {left:?}");
+}
+
+/// Where a file in the missing directory would go, and what the refusal says of it.
+fn missing(file: &str) -> (String, String) {
+    (
+        format!("{NO_DIR}/{file}"),
+        format!("cannot write {NO_DIR}/{file}: no directory {NO_DIR}"),
+    )
+}
+
+#[test]
+fn a_real_schedule_with_a_bad_output_path_is_refused_before_its_tasks_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/nice-one-cpu.toml");
+    let (out, says) = missing("sched.json");
+    // A minute on the real kernel and another simulated, were it to run.
+    let args = [
+        "measure",
+        "sched",
+        file.to_str().unwrap(),
+        "--duration",
+        "60",
+        "--sim-duration",
+        "60",
+        "-o",
+        &out,
+    ];
+    refused_at_once(dir.path(), &args, Duration::from_secs(10), &[&says]);
+}
+
+#[test]
+fn measured_pairs_with_a_bad_output_path_are_refused_before_any_workload_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    for flag in ["-o", "--csv", "--pairs-csv", "--svg"] {
+        let (out, says) = missing("pairs.out");
+        // Every kernel, ten times its usual work, five solo and five paired runs.
+        let args = [
+            "measure",
+            "pairs",
+            "-p",
+            "timeshare",
+            "--work-scale",
+            "10",
+            flag,
+            &out,
+        ];
+        refused_at_once(dir.path(), &args, Duration::from_secs(10), &[&says]);
+    }
+}
+
+#[test]
+fn a_cache_model_group_search_refuses_its_bad_arguments_before_the_models_are_built() {
+    let dir = tempfile::tempdir().unwrap();
+    // A billion instructions per thread model would take many minutes.
+    let base = [
+        "cachemodel",
+        "groups",
+        "-w",
+        "gzip-like,art-like",
+        "--instructions",
+        "1000000000",
+    ];
+    let contexts = [&base[..], &["--contexts", "0"]].concat();
+    refused_at_once(
+        dir.path(),
+        &contexts,
+        Duration::from_secs(10),
+        &["--contexts 0"],
+    );
+    let many = [&base[..], &["--copies", "40"]].concat();
+    refused_at_once(
+        dir.path(),
+        &many,
+        Duration::from_secs(10),
+        &["80 threads", "64"],
+    );
+}
+
+#[test]
+fn a_crosscheck_with_a_bad_trace_path_runs_no_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let (keep, says) = missing("cc.smtt");
+    // The marker names the program that must never start.
+    let marker = "1.25391";
+    let args = [
+        "trace",
+        "crosscheck",
+        "--keep",
+        &keep,
+        "--",
+        "sleep",
+        marker,
+    ];
+    refused_at_once(dir.path(), &args, Duration::from_secs(5), &[&says]);
+    assert!(with_marker(marker).is_empty(), "the program ran");
+}
+
+#[test]
+fn an_agent_with_a_bad_log_path_launches_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let (log, says) = missing("agent.jsonl");
+    let marker = "2.71828";
+    let args = [
+        "agent",
+        "run",
+        "--state-dir",
+        state.path().to_str().unwrap(),
+        "--log",
+        &log,
+        "--duration",
+        "30",
+        "--",
+        "sleep",
+        marker,
+    ];
+    refused_at_once(dir.path(), &args, Duration::from_secs(5), &[&says]);
+    assert!(with_marker(marker).is_empty(), "the command was launched");
+}
+
+#[test]
+fn quick_commands_check_their_output_paths_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let slurm = d.join("slurm").display().to_string();
+    let (toml, says) = missing("this.toml");
+    let o = smtsched(d, &["host", "topology", "--machine-toml", &toml]);
+    assert_bad_input(&o, &[&says]);
+    assert!(o.stdout.is_empty(), "nothing is printed before the refusal");
+    let (script, says) = missing("submit.sh");
+    let args = [
+        "reproduce",
+        "all",
+        "--slurm",
+        "--shards",
+        "2",
+        "--dir",
+        &slurm,
+        "-o",
+        &script,
+    ];
+    assert_bad_input(&smtsched(d, &args), &[&says]);
+    let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sweeps/l2-size.toml");
+    let (script, says) = missing("sweep.sh");
+    let sweep = sweep.to_str().unwrap();
+    let args = [
+        "sweep", "slurm", sweep, "--shards", "2", "--dir", &slurm, "-o", &script,
+    ];
+    assert_bad_input(&smtsched(d, &args), &[&says]);
+    assert!(!d.join("slurm").exists(), "no directory made");
+}
+
+/// Flags whose value is one of a closed set (or of a fixed syntax) are typed when the command
+/// line is parsed: anything else is one line naming the flag and the value, exit 2.
+#[test]
+fn a_value_outside_a_flags_set_is_one_line_naming_flag_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], &str, &str)] = &[
+        (&["run", "--kernel", "smpp"], "--kernel", "smpp"),
+        (&["run", "--corunners", "guessed"], "--corunners", "guessed"),
+        (&["corun", "gzip-like", "--cpus", "2,x"], "--cpus", "2,x"),
+        (
+            &["solo", "gzip-like", "--set", "no-equals"],
+            "--set",
+            "no-equals",
+        ),
+        (
+            &[
+                "cachemodel",
+                "schedule",
+                "-w",
+                "gzip-like",
+                "-p",
+                "naive,dj",
+            ],
+            "--policies",
+            "dj",
+        ),
+        (&["agent", "run", "--policy", "plann"], "--policy", "plann"),
+        (
+            &["agent", "run", "--weights", "shares"],
+            "--weights",
+            "shares",
+        ),
+        (
+            &["agent", "run", "--metrics", "localhost"],
+            "--metrics",
+            "localhost",
+        ),
+        (&["agent", "run", "--label", "x1=y"], "--label", "x1=y"),
+        (
+            &["train", "fit", "w.csv", "--alpha", "1.5"],
+            "--alpha",
+            "1.5",
+        ),
+        (
+            &["train", "fit", "w.csv", "--select", "aic"],
+            "--select",
+            "aic",
+        ),
+        (
+            &["train", "fit", "w.csv", "--features", "loads_subj,tlb_subj"],
+            "--features",
+            "tlb_subj",
+        ),
+        (
+            &["trace", "crosscheck", "--D1", "32768,8", "--", "true"],
+            "--D1",
+            "32768,8",
+        ),
+        (&["measure", "server", "--rate", "fast"], "--rate", "fast"),
+        (
+            &["measure", "sched", "x.toml", "--cpus", "0-"],
+            "--cpus",
+            "0-",
+        ),
+        (
+            &["measure", "pairs", "-p", "siblings,diagonal"],
+            "--placement",
+            "diagonal",
+        ),
+        (
+            &["measure", "pairs", "-w", "dense-fp,sparse"],
+            "--workloads",
+            "sparse",
+        ),
+        (
+            &["measure", "pairs", "--work", "dense-fp=lots"],
+            "--work",
+            "lots",
+        ),
+        (
+            &["host", "kernel", "dense-fp", "--footprint", "1ZiB"],
+            "--footprint",
+            "1ZiB",
+        ),
+        (
+            &["host", "kernel", "dense-fp", "-e", "cycles,cycels"],
+            "--events",
+            "cycels",
+        ),
+    ];
+    for (args, flag, value) in cases {
+        let o = smtsched(dir.path(), args);
+        assert_bad_input(&o, &[flag, value]);
+    }
+}
