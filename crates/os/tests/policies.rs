@@ -355,6 +355,31 @@ fn a_forking_family_alone_runs_at_full_speed_and_counts_its_runs() {
     assert!(r.forks >= 20 * b.runs as u64);
 }
 
+/// A `make` ("cc") forking 1000 children of `child_seconds` one after another, beside `hogs`
+/// CPU-bound tasks ("hog").
+fn make_beside_hogs(child_seconds: f64, hogs: usize) -> TaskSetSpec {
+    let mut make = task("cc", 0);
+    make.fork = Some(smtsched_os::taskset::ForkSpec {
+        children: 1000,
+        child_seconds,
+    });
+    let mut tasks = vec![make];
+    tasks.extend((0..hogs).map(|_| task("hog", 0)));
+    TaskSetSpec {
+        name: "t".into(),
+        tasks,
+        groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
+        profiles: Vec::new(),
+    }
+}
+
+/// Every pair at PR 0.5: what is tested is CPU time, not interference.
+fn make_and_hog_matrix() -> PrMatrix {
+    matrix(&["cc", "hog"], &|_, _| 0.5)
+}
+
 #[test]
 fn a_family_of_short_children_keeps_its_share_because_exiting_children_give_back_their_slice() {
     // Linux 2.4 splits the parent's slice with each child at fork (do_fork) and gives the child's
@@ -365,28 +390,9 @@ fn a_family_of_short_children_keeps_its_share_because_exiting_children_give_back
     // the parent, asleep in wait(), 6 more on top of half what it kept), at most the parent's
     // cap of 20 plus the 6 its child is given: a share from 1/2 to 26/32. Without the give-back
     // each fork halves what the family has left and the hog gets most of the CPU.
-    let m = northwood();
-    let mx = matrix(&["cc", "hog"], &|_, _| 0.5);
-    let mut make = task("cc", 0);
-    make.fork = Some(smtsched_os::taskset::ForkSpec {
-        children: 1000,
-        child_seconds: 0.005,
-    });
-    let set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![make, task("hog", 0)],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
-    let r = run(
-        &m,
-        &mx,
-        &set,
-        PolicyName::Naive,
-        config(Baseline::Linux24, 120.0, "2", 1),
-    );
+    let set = make_beside_hogs(0.005, 1);
+    let cfg = config(Baseline::Linux24, 120.0, "2", 1);
+    let r = run(&northwood(), &make_and_hog_matrix(), &set, PolicyName::Naive, cfg);
     let family = r.per_bench[0].cpu_share;
     let hog = r.per_bench[1].cpu_share;
     assert!(
@@ -402,24 +408,10 @@ fn a_make_runs_to_fork_each_child_and_the_child_starts_on_its_cpu() {
     // short children beside two hogs on two sibling CPUs: the make is switched in once before
     // every child (to reap the last and fork the next), and the child's first run is on the
     // CPU the make just ran on (unless the other CPU rescheduled at that very moment).
-    let m = northwood();
-    let mx = matrix(&["cc", "hog"], &|_, _| 0.5);
-    let mut make = task("cc", 0);
-    make.fork = Some(smtsched_os::taskset::ForkSpec {
-        children: 1000,
-        child_seconds: 0.02,
-    });
-    let set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![make, task("hog", 0), task("hog", 0)],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
+    let set = make_beside_hogs(0.02, 2);
     let mut cfg = config(Baseline::Linux24, 30.0, "2-3", 1);
     cfg.record_timeline = true;
-    let r = run(&m, &mx, &set, PolicyName::Naive, cfg);
+    let r = run(&northwood(), &make_and_hog_matrix(), &set, PolicyName::Naive, cfg);
     // The make and its children carry its name; the make has the lowest pid.
     let make_pid = r
         .timeline
