@@ -263,18 +263,8 @@ pub struct MatrixArgs {
     /// Print JSON (summary and matrix) instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Write the matrix file (the format `smtsched measure` writes and the OS simulator reads).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Write the subject × background grid as CSV.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write one CSV row per pair (both PRs and the system speedup).
-    #[arg(long, value_name = "FILE")]
-    pub pairs_csv: Option<PathBuf>,
-    /// Write an SVG heatmap in the style of thesis Fig. 3.3.
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: MatrixOutputArgs,
     /// Host threads to use, at most 1024 (default: all cores). The result does not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
@@ -480,4 +470,23 @@ fn fraction(text: &str) -> Result<f64, String> {
     } else {
         Err(format!("{text} is not a fraction from 0 to 1"))
     }
+}
+
+/// The files a PR matrix is written to, the same for the simulated (`matrix`) and the measured
+/// (`measure pairs`) matrix.
+#[derive(Args, Debug)]
+pub struct MatrixOutputArgs {
+    /// Write the matrix file (the format `matrix` and `measure pairs` write, `plot` and `diff`
+    /// read, and the OS simulator's matrix oracle uses).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write the subject × background grid as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write one CSV row per pair (both PRs and the system speedup).
+    #[arg(long, value_name = "FILE")]
+    pub pairs_csv: Option<PathBuf>,
+    /// Write an SVG heatmap in the style of thesis Fig. 3.3.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }

@@ -1671,7 +1671,7 @@ pub fn schedule(
     }
     if !(spec.os_seconds > 0.0 && spec.os_seconds.is_finite()) {
         return Err(bad(format!(
-            "--seconds {}: must be a positive number of simulated seconds",
+            "--duration {}: must be a positive number of simulated seconds",
             spec.os_seconds
         )));
     }

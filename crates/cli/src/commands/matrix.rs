@@ -28,7 +28,7 @@ impl Plan for MatrixPlan {
         let machine = a.sim.machine.load()?;
         let workloads = workloads(&workload_names(&a.workloads)?)?;
         let protocol = protocol(&a.sim, &machine, a.rounds)?;
-        let files = MatrixFiles::checked(a.output, a.csv, a.pairs_csv, a.svg)?;
+        let files = MatrixFiles::checked(a.files)?;
         Ok(MatrixPlan {
             machine,
             workloads,

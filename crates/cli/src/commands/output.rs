@@ -108,17 +108,12 @@ pub(crate) struct MatrixFiles {
 
 impl MatrixFiles {
     /// The files asked for, each checked before the work (see [`check_outputs`]).
-    pub fn checked(
-        json: Option<PathBuf>,
-        csv: Option<PathBuf>,
-        pairs_csv: Option<PathBuf>,
-        svg: Option<PathBuf>,
-    ) -> Result<Self> {
+    pub fn checked(a: crate::args::MatrixOutputArgs) -> Result<Self> {
         let files = MatrixFiles {
-            json,
-            csv,
-            pairs_csv,
-            svg,
+            json: a.output,
+            csv: a.csv,
+            pairs_csv: a.pairs_csv,
+            svg: a.svg,
         };
         check_outputs([
             files.json.as_deref(),

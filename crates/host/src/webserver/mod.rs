@@ -298,7 +298,7 @@ pub fn validate(cfg: &ServerConfig) -> Result<()> {
     }
     if !(cfg.seconds >= 0.5 && cfg.seconds <= 3600.0) {
         return Err(HostError::bad(format!(
-            "--seconds {}: must be 0.5 to 3600",
+            "--duration {}: must be 0.5 to 3600 seconds",
             cfg.seconds
         )));
     }

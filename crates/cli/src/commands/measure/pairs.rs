@@ -92,18 +92,8 @@ pub struct PairsArgs {
     /// Print JSON (plan, solo baselines, every pair with its run times, matrices, summaries).
     #[arg(long)]
     pub json: bool,
-    /// Write the matrix file (the format `smtsched matrix` writes and the OS simulator reads).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Write the subject × background grid as CSV.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Write one CSV row per pair (both PRs and the system speedup).
-    #[arg(long, value_name = "FILE")]
-    pub pairs_csv: Option<PathBuf>,
-    /// Write an SVG heatmap in the style of thesis Fig. 3.3.
-    #[arg(long, value_name = "FILE")]
-    pub svg: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: crate::args::MatrixOutputArgs,
 }
 
 pub struct PairsPlan {
@@ -146,7 +136,7 @@ impl Plan for PairsPlan {
                 .unwrap_or_else(smtsched_host::rundir::default_state_dir),
         };
         let plan = measure::plan(&topology, &config.cpus, &config.placements)?;
-        let files = MatrixFiles::checked(a.output, a.csv, a.pairs_csv, a.svg)?;
+        let files = MatrixFiles::checked(a.files)?;
         Ok(PairsPlan {
             topology,
             config,
