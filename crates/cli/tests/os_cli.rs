@@ -554,6 +554,41 @@ fn a_pairs_experiment_summarises_the_pairs_it_ran() {
     );
 }
 
+/// A claim that does not hold is printed with what the experiment knows of why: every entry of
+/// its `departures`, under the heading a reader looks for, in the text and in the JSON.
+#[test]
+fn a_claim_that_does_not_hold_is_printed_with_the_experiments_departures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Two threads on one core's siblings cannot run five times as fast as one after the other.
+    let experiment = "name = \"p\"\ntitle = \"t\"\nkind = \"pairs\"\nmachine = \"northwood\"\n\
+        repetitions = 2\nmax_repetitions = 2\nworkloads = [\"gzip-like\", \"mesa-like\"]\n\
+        [pairs]\nplacements = [\"siblings\"]\nwarmup_instructions = 100000\n\
+        measure_instructions = 200000\n\
+        [[pairs.claim]]\nsays = \"impossible\"\nmetric = \"mean_system_speedup\"\n\
+        placement = \"siblings\"\nwithin = [5.0, 6.0]\n\
+        [paper]\nfigure = \"F\"\ndepartures = [\"first cause\", \"second cause\"]\n";
+    std::fs::write(d.join("p.toml"), experiment).unwrap();
+    let out = smtsched(d, &["reproduce", "p.toml"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[DOES NOT HOLD] impossible"), "{text}");
+    let heading = text
+        .find("Where this simulation departs from what was measured:")
+        .unwrap_or_else(|| panic!("no departures heading in {text}"));
+    let after = &text[heading..];
+    let first = after.find("  - first cause").expect("first departure printed");
+    let second = after.find("  - second cause").expect("second departure printed");
+    assert!(first < second, "in the file's order: {after}");
+    let out = smtsched(d, &["reproduce", "p.toml", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["claims"][0]["verdict"], "does-not-hold");
+    assert_eq!(
+        v["first_seed"]["paper"]["departures"],
+        serde_json::json!(["first cause", "second cause"])
+    );
+}
+
 #[test]
 fn a_window_longer_than_the_clock_resolves_to_a_cycle_still_ends() {
     // 8000 s at 2.4 GHz is 1.9e13 cycles, where an f64 steps by 1/256 cycle: finer events than
