@@ -570,15 +570,23 @@ fn a_claim_that_does_not_hold_is_printed_with_the_experiments_departures() {
         [paper]\nfigure = \"F\"\ndepartures = [\"first cause\", \"second cause\"]\n";
     std::fs::write(d.join("p.toml"), experiment).unwrap();
     let out = smtsched(d, &["reproduce", "p.toml"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[DOES NOT HOLD] impossible"), "{text}");
     let heading = text
         .find("Where this simulation departs from what was measured:")
         .unwrap_or_else(|| panic!("no departures heading in {text}"));
     let after = &text[heading..];
-    let first = after.find("  - first cause").expect("first departure printed");
-    let second = after.find("  - second cause").expect("second departure printed");
+    let first = after
+        .find("  - first cause")
+        .expect("first departure printed");
+    let second = after
+        .find("  - second cause")
+        .expect("second departure printed");
     assert!(first < second, "in the file's order: {after}");
     let out = smtsched(d, &["reproduce", "p.toml", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

@@ -392,7 +392,13 @@ fn a_family_of_short_children_keeps_its_share_because_exiting_children_give_back
     // each fork halves what the family has left and the hog gets most of the CPU.
     let set = make_beside_hogs(0.005, 1);
     let cfg = config(Baseline::Linux24, 120.0, "2", 1);
-    let r = run(&northwood(), &make_and_hog_matrix(), &set, PolicyName::Naive, cfg);
+    let r = run(
+        &northwood(),
+        &make_and_hog_matrix(),
+        &set,
+        PolicyName::Naive,
+        cfg,
+    );
     let family = r.per_bench[0].cpu_share;
     let hog = r.per_bench[1].cpu_share;
     assert!(
@@ -411,7 +417,13 @@ fn a_make_runs_to_fork_each_child_and_the_child_starts_on_its_cpu() {
     let set = make_beside_hogs(0.02, 2);
     let mut cfg = config(Baseline::Linux24, 30.0, "2-3", 1);
     cfg.record_timeline = true;
-    let r = run(&northwood(), &make_and_hog_matrix(), &set, PolicyName::Naive, cfg);
+    let r = run(
+        &northwood(),
+        &make_and_hog_matrix(),
+        &set,
+        PolicyName::Naive,
+        cfg,
+    );
     // The make and its children carry its name; the make has the lowest pid.
     let make_pid = r
         .timeline

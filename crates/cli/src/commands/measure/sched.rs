@@ -239,7 +239,9 @@ fn check_times(a: &SchedArgs) -> Result<()> {
         }
     }
     if a.attempts == 0 || a.sim_repeat == 0 {
-        return Err(bad_input("--attempts and --sim-repetitions must be at least 1"));
+        return Err(bad_input(
+            "--attempts and --sim-repetitions must be at least 1",
+        ));
     }
     Ok(())
 }
