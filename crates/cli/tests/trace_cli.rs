@@ -607,8 +607,11 @@ fn record_follows_an_exec_and_refuses_a_second_process() {
         })
         .unwrap();
     let ir: u64 = summary.split_whitespace().next().unwrap().parse().unwrap();
-    assert_eq!(
-        traced, ir,
+    // Within the cross-check's 0.1%: two runs of sort differ by a few tens of instructions when
+    // the host is loaded (80 of 400,350 seen under a parallel `cargo test`), while a trace that
+    // missed the exec, or counted the shell as well, would be off by far more.
+    assert!(
+        traced.abs_diff(ir) <= ir / 1000,
         "trace {traced} instructions, cachegrind Ir {ir}"
     );
     // A script that runs sort as a child process and then goes on.
