@@ -178,7 +178,7 @@ fn run_writes_a_timeline() {
 fn task_set_files_are_checked_field_by_field() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&str, &str, &[&str]); 6] = [
+    let cases: [(&str, &str, &[&str]); 7] = [
         (
             "extra.toml",
             "[[task]]\nworkload = \"gzip-like\"\npriority = 3\n",
@@ -204,6 +204,11 @@ fn task_set_files_are_checked_field_by_field() {
             "nogroup.toml",
             "[[task]]\nworkload = \"gzip-like\"\ngroup = \"g\"\n",
             &["nogroup.toml", "task[0].group", "\"g\""],
+        ),
+        (
+            "depth.toml",
+            "[[task]]\nworkload = \"gcc-like\"\nfork = { children = 3, child_seconds = 0.1, depth = 0 }\n",
+            &["depth.toml", "task[0].fork.depth = 0"],
         ),
     ];
     for (file, text, needles) in cases {

@@ -151,7 +151,8 @@ pub struct TaskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block: Option<BlockSpec>,
     /// The task is a family: a parent that forks short-lived children, each running the workload
-    /// for `child_seconds` (alone), one after another, `children` per run (a `make`).
+    /// for `child_seconds` (alone), one after another, `children` per run (a `make`), through
+    /// `depth` levels of processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork: Option<ForkSpec>,
     /// Logical CPUs the task may run on (kernel list syntax); all when absent.
@@ -211,7 +212,20 @@ pub struct BlockSpec {
 pub struct ForkSpec {
     pub children: u32,
     pub child_seconds: f64,
+    /// Fork levels from the parent to the process that runs the workload: 1 = the parent's own
+    /// children; 3 = make → sh → gcc → cc1 (Kbuild runs each compile through a shell, and the
+    /// gcc driver forks the compiler proper). The processes between fork their one child as
+    /// soon as they run and exit once they have reaped it; their own work is not modelled.
+    #[serde(default = "one_level")]
+    pub depth: u32,
 }
+
+fn one_level() -> u32 {
+    1
+}
+
+/// Most fork levels a family may have.
+pub const MAX_FORK_DEPTH: u32 = 16;
 
 impl TaskSetSpec {
     /// The index of each task's group in `groups`.
@@ -325,6 +339,13 @@ impl TaskSetSpec {
                 }
             }
             if let Some(k) = &t.fork {
+                if !(1..=MAX_FORK_DEPTH).contains(&k.depth) {
+                    return Err(format!(
+                        "{}.depth = {}: must be 1 to {MAX_FORK_DEPTH}",
+                        f("fork"),
+                        k.depth
+                    ));
+                }
                 if !(1..=MAX_CHILDREN).contains(&k.children)
                     || !(MIN_RUN_S..=MAX_RUN_S).contains(&k.child_seconds)
                 {

@@ -327,32 +327,47 @@ fn estimating_every_tick_costs_what_it_is_told() {
 fn a_forking_family_alone_runs_at_full_speed_and_counts_its_runs() {
     // A `make` forking 20 children of 0.1 s one after another: one run = 2 s of work alone. On a
     // CPU of its own it finishes a run every ~2 s (plus fork and switch costs), so its PR is ~1.
-    let m = northwood();
-    let mx = matrix(&["cc"], &|_, _| 0.5);
-    let mut t = task("cc", 0);
-    t.fork = Some(smtsched_os::taskset::ForkSpec {
-        children: 20,
-        child_seconds: 0.1,
-    });
-    let set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![t],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
-    let r = run(
-        &m,
-        &mx,
-        &set,
-        PolicyName::Naive,
-        config(Baseline::Linux24, 60.0, "2", 1),
-    );
-    let b = &r.per_bench[0];
-    assert!(b.runs >= 25 && b.runs <= 30, "{} runs in 59 s", b.runs);
-    assert!(b.pr.unwrap() > 0.97 && b.pr.unwrap() <= 1.0, "{:?}", b.pr);
-    assert!(r.forks >= 20 * b.runs as u64);
+    // Through three fork levels (make → sh → gcc → cc1) the processes between take no time, so
+    // the runs are the same and each worker costs three forks.
+    for depth in [1, 3] {
+        let m = northwood();
+        let mx = matrix(&["cc"], &|_, _| 0.5);
+        let mut t = task("cc", 0);
+        t.fork = Some(smtsched_os::taskset::ForkSpec {
+            children: 20,
+            child_seconds: 0.1,
+            depth,
+        });
+        let set = TaskSetSpec {
+            name: "t".into(),
+            tasks: vec![t],
+            groups: Vec::new(),
+            devices: Vec::new(),
+            clients: Vec::new(),
+            profiles: Vec::new(),
+        };
+        let r = run(
+            &m,
+            &mx,
+            &set,
+            PolicyName::Naive,
+            config(Baseline::Linux24, 60.0, "2", 1),
+        );
+        let b = &r.per_bench[0];
+        assert!(
+            b.runs >= 25 && b.runs <= 30,
+            "depth {depth}: {} runs in 59 s",
+            b.runs
+        );
+        let pr = b.pr.unwrap();
+        assert!(pr > 0.97 && pr <= 1.0, "depth {depth}: PR {pr}");
+        assert!(
+            r.forks / u64::from(depth) >= 20 * b.runs as u64,
+            "depth {depth}: {} forks, {} runs",
+            r.forks,
+            b.runs
+        );
+    }
 }
 
 /// A `make` ("cc") forking 1000 children of `child_seconds` one after another, beside `hogs`
@@ -362,6 +377,7 @@ fn make_beside_hogs(child_seconds: f64, hogs: usize) -> TaskSetSpec {
     make.fork = Some(smtsched_os::taskset::ForkSpec {
         children: 1000,
         child_seconds,
+        depth: 1,
     });
     let mut tasks = vec![make];
     tasks.extend((0..hogs).map(|_| task("hog", 0)));

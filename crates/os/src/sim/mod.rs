@@ -276,9 +276,12 @@ enum State {
 #[derive(Clone, Debug)]
 struct Family {
     /// For a parent: children still to run in this run, child length (solo cycles), current child.
+    /// A process between the family's parent and a worker has one child per run; a worker none.
     children: u32,
     children_left: u32,
     child_cycles: f64,
+    /// Fork levels below this process down to the worker (0 for the worker itself).
+    depth: u32,
     child: Option<TaskId>,
     /// For a child: its parent.
     parent: Option<TaskId>,
@@ -751,6 +754,7 @@ impl<'a> OsSim<'a> {
                     children: f.children,
                     children_left: f.children,
                     child_cycles: run,
+                    depth: f.depth,
                     child: None,
                     parent: None,
                     refund: 0,
@@ -1047,16 +1051,7 @@ impl<'a> OsSim<'a> {
             // A child finished: it exits, and its parent wakes to fork the next one.
             Some(Family {
                 parent: Some(p), ..
-            }) => {
-                self.leave_runnable(t, State::Exited);
-                self.cpus[cpu].need_resched = true;
-                let left = self.tasks[t].counter;
-                if let Some(pf) = self.tasks[p].family.as_mut() {
-                    pf.child = None;
-                    pf.refund = left;
-                }
-                self.become_runnable(p);
-            }
+            }) => self.exit_child(t, p, cpu),
             // A plain task completes a run and starts the next.
             _ => {
                 let bench = self.tasks[t].bench;
@@ -1081,23 +1076,49 @@ impl<'a> OsSim<'a> {
         }
     }
 
-    /// Whether `t` is a family parent with no child: it forks one (or ends its run) when it runs.
-    fn ready_to_fork(&self, t: TaskId) -> bool {
-        self.tasks[t].state == State::Runnable
-            && matches!(
-                &self.tasks[t].family,
-                Some(Family {
-                    parent: None,
-                    child: None,
-                    ..
-                })
-            )
+    /// A family's process that has finished (a worker its work, a process between its one child)
+    /// exits on `cpu`; its parent wakes to reap it, and takes back the slice it had left.
+    fn exit_child(&mut self, t: TaskId, parent: TaskId, cpu: CpuId) {
+        self.leave_runnable(t, State::Exited);
+        self.cpus[cpu].need_resched = true;
+        let left = self.tasks[t].counter;
+        if let Some(pf) = self.tasks[parent].family.as_mut() {
+            pf.child = None;
+            pf.refund = left;
+        }
+        self.become_runnable(parent);
     }
 
-    /// A `make`-like parent: fork the next child, or complete a run when all have finished.
+    /// Whether `t` is a family's parent, or a process between it and a worker, with no child: it
+    /// forks one (or ends its run, or exits) when it runs.
+    fn ready_to_fork(&self, t: TaskId) -> bool {
+        self.tasks[t].state == State::Runnable
+            && self.tasks[t]
+                .family
+                .as_ref()
+                .is_some_and(|f| f.children > 0 && f.child.is_none())
+    }
+
+    /// A `make`-like parent, or a process between it and a worker, that has won the CPU: it reaps
+    /// its last child and forks the next; the parent completes a run when all have finished, a
+    /// process between exits after its one child.
     fn fork_next(&mut self, p: TaskId) {
+        if self.config.baseline == Baseline::Linux24 {
+            // release_task(): reaping the last child, the parent takes back what is left of the
+            // slice it gave it, up to MAX_COUNTER.
+            let refund = self.tasks[p].family.as_ref().map_or(0, |f| f.refund);
+            let counter = &mut self.tasks[p].counter;
+            *counter = (*counter + refund).min(linux24::MAX_COUNTER_TICKS * TICK_UNITS);
+        }
+        if let Some(ff) = self.tasks[p].family.as_mut() {
+            ff.refund = 0;
+        }
         let f = self.tasks[p].family.clone().expect("a family parent");
         if f.children_left == 0 {
+            if let Some(parent) = f.parent {
+                let cpu = self.tasks[p].running_on.expect("it forks on its CPU");
+                return self.exit_child(p, parent, cpu);
+            }
             let bench = self.tasks[p].bench;
             self.metrics.runs.push(RunRecord {
                 bench,
@@ -1110,22 +1131,15 @@ impl<'a> OsSim<'a> {
             }
             return self.fork_next(p);
         }
-        if self.config.baseline == Baseline::Linux24 {
-            // release_task(): reaping the last child, the parent takes back what is left of the
-            // slice it gave it, up to MAX_COUNTER.
-            let counter = &mut self.tasks[p].counter;
-            *counter = (*counter + f.refund).min(linux24::MAX_COUNTER_TICKS * TICK_UNITS);
-        }
-        if let Some(ff) = self.tasks[p].family.as_mut() {
-            ff.refund = 0;
-        }
         let bench = self.tasks[p].bench;
         // The child starts on the parent's CPU (do_fork: `p->processor = current->processor`).
         let child = self.new_task(bench, f.child_cycles, Some(p));
+        let between = u32::from(f.depth > 1);
         self.tasks[child].family = Some(Family {
-            children: 0,
-            children_left: 0,
+            children: between,
+            children_left: between,
             child_cycles: f.child_cycles,
+            depth: f.depth - 1,
             child: None,
             parent: Some(p),
             refund: 0,
