@@ -55,6 +55,18 @@ fn task(w: &str, nice: i32) -> TaskSpec {
     }
 }
 
+/// A task set of `tasks` and nothing else.
+fn set_of(tasks: Vec<TaskSpec>) -> TaskSetSpec {
+    TaskSetSpec {
+        name: "t".into(),
+        tasks,
+        groups: Vec::new(),
+        devices: Vec::new(),
+        clients: Vec::new(),
+        profiles: Vec::new(),
+    }
+}
+
 fn northwood() -> MachineModel {
     load_machine("northwood", &[]).unwrap()
 }
@@ -101,14 +113,7 @@ fn time_slices_follow_nice_to_ticks() {
     );
     let m = northwood();
     let mx = matrix(&["a", "b"], &|_, _| 0.5);
-    let set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![task("a", 0), task("b", 15)],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
+    let set = set_of(vec![task("a", 0), task("b", 15)]);
     let r = run(
         &m,
         &mx,
@@ -142,14 +147,7 @@ fn basic_never_leaves_a_package_idle_while_two_tasks_share_the_other() {
     // Two tasks that keep blocking and waking on 2 packages x 2 threads (CPUs 0,1 | 2,3).
     let m = northwood();
     let mx = matrix(&["a", "b"], &|_, _| 0.6);
-    let mut set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![task("a", 0), task("b", 0)],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
+    let mut set = set_of(vec![task("a", 0), task("b", 0)]);
     for t in &mut set.tasks {
         t.block = Some(BlockSpec {
             run_ms: 7.0,
@@ -177,14 +175,7 @@ fn fair_gives_a_task_that_suffers_more_cpu_time() {
     // fair charges x 0.3/0.6 = 0.5 of a tick per tick and y 0.9/0.6 = 1.5, so x gets more time.
     let m = northwood();
     let mx = matrix(&["x", "y"], &|i, _| if i == 0 { 0.3 } else { 0.9 });
-    let set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![task("x", 0), task("x", 0), task("y", 0), task("y", 0)],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
+    let set = set_of(vec![task("x", 0), task("x", 0), task("y", 0), task("y", 0)]);
     let share = |policy| {
         let r = run(
             &m,
@@ -224,14 +215,7 @@ fn optimal_is_never_beaten_on_small_sets() {
         vec!["a", "b", "c"],
         vec!["a", "b", "c", "d", "a"],
     ] {
-        let set = TaskSetSpec {
-            name: "t".into(),
-            tasks: set.iter().map(|w| task(w, 0)).collect(),
-            groups: Vec::new(),
-            devices: Vec::new(),
-            clients: Vec::new(),
-            profiles: Vec::new(),
-        };
+        let set = set_of(set.iter().map(|w| task(w, 0)).collect());
         let best = run(
             &m,
             &mx,
@@ -271,14 +255,7 @@ fn identical_seeds_give_identical_timelines() {
     let mx = matrix(&["a", "b", "c"], &|i, j| {
         0.5 + 0.1 * ((i + 2 * j) % 3) as f64
     });
-    let mut set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![task("a", 0), task("b", 5), task("c", 0)],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
+    let mut set = set_of(vec![task("a", 0), task("b", 5), task("c", 0)]);
     set.tasks[1].block = Some(BlockSpec {
         run_ms: 30.0,
         wait_ms: 5.0,
@@ -299,14 +276,7 @@ fn estimating_every_tick_costs_what_it_is_told() {
     // so an estimate costing 2% of a tick on every tick costs 2% of their PR.
     let m = northwood();
     let mx = matrix(&["a", "b"], &|_, _| 0.6);
-    let set = TaskSetSpec {
-        name: "t".into(),
-        tasks: vec![task("a", 0), task("b", 0)],
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    };
+    let set = set_of(vec![task("a", 0), task("b", 0)]);
     let speedup = |cost| {
         let mut c = config(Baseline::Linux24, 300.0, "0,2", 1);
         c.estimate_cost_ticks = cost;
@@ -338,14 +308,7 @@ fn a_forking_family_alone_runs_at_full_speed_and_counts_its_runs() {
             child_seconds: 0.1,
             depth,
         });
-        let set = TaskSetSpec {
-            name: "t".into(),
-            tasks: vec![t],
-            groups: Vec::new(),
-            devices: Vec::new(),
-            clients: Vec::new(),
-            profiles: Vec::new(),
-        };
+        let set = set_of(vec![t]);
         let r = run(
             &m,
             &mx,
@@ -381,14 +344,7 @@ fn make_beside_hogs(child_seconds: f64, hogs: usize) -> TaskSetSpec {
     });
     let mut tasks = vec![make];
     tasks.extend((0..hogs).map(|_| task("hog", 0)));
-    TaskSetSpec {
-        name: "t".into(),
-        tasks,
-        groups: Vec::new(),
-        devices: Vec::new(),
-        clients: Vec::new(),
-        profiles: Vec::new(),
-    }
+    set_of(tasks)
 }
 
 /// Every pair at PR 0.5: what is tested is CPU time, not interference.
