@@ -1103,15 +1103,15 @@ impl<'a> OsSim<'a> {
     /// its last child and forks the next; the parent completes a run when all have finished, a
     /// process between exits after its one child.
     fn fork_next(&mut self, p: TaskId) {
+        let refund = self.tasks[p]
+            .family
+            .as_mut()
+            .map_or(0, |f| std::mem::take(&mut f.refund));
         if self.config.baseline == Baseline::Linux24 {
             // release_task(): reaping the last child, the parent takes back what is left of the
             // slice it gave it, up to MAX_COUNTER.
-            let refund = self.tasks[p].family.as_ref().map_or(0, |f| f.refund);
             let counter = &mut self.tasks[p].counter;
             *counter = (*counter + refund).min(linux24::MAX_COUNTER_TICKS * TICK_UNITS);
-        }
-        if let Some(ff) = self.tasks[p].family.as_mut() {
-            ff.refund = 0;
         }
         let f = self.tasks[p].family.clone().expect("a family parent");
         if f.children_left == 0 {
