@@ -336,9 +336,9 @@ pub fn experiment_from_source(
     src: &smtsched_model::Source,
 ) -> Result<Experiment, smtsched_model::ModelError> {
     let e: Experiment = smtsched_model::loader::parse(src, &[])?;
-    let bad = |field: &str, reason: String| smtsched_model::ModelError::Override {
-        text: format!("{}: {field}", src.origin),
-        reason,
+    let bad = |field: &str, reason: String| smtsched_model::ModelError::Rule {
+        origin: src.origin.clone(),
+        reason: format!("{field}: {reason}"),
     };
     match e.kind {
         ExperimentKind::Policies => {

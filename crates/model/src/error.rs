@@ -56,6 +56,9 @@ pub enum ModelError {
     },
     #[error("override {text:?}: {reason}")]
     Override { text: String, reason: String },
+    /// A file that parsed but breaks a rule of its kind (the reason names the field and value).
+    #[error("{origin}: {reason}")]
+    Rule { origin: Origin, reason: String },
 }
 
 impl ModelError {

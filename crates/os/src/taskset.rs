@@ -577,8 +577,8 @@ pub fn taskset_from_source(
 ) -> Result<TaskSetSpec, smtsched_model::ModelError> {
     let set: TaskSetSpec = smtsched_model::loader::parse(src, &[])?;
     set.validate()
-        .map_err(|reason| smtsched_model::ModelError::Override {
-            text: src.origin.to_string(),
+        .map_err(|reason| smtsched_model::ModelError::Rule {
+            origin: src.origin.clone(),
             reason,
         })?;
     Ok(set)
