@@ -115,7 +115,15 @@ fn reproduce_all_writes_a_report_that_renders_in_chromium() {
     for external in ["src=\"http", "href=\"http", "<link", "url("] {
         assert!(!html.contains(external), "{external}");
     }
-    assert!(html.contains("id=\"results\"") && html.contains("<svg"));
+    assert!(html.contains("<svg"));
+    // The raw results in the page are report.json's, value for value.
+    let (_, embedded) = html
+        .split_once("type=\"application/json\" id=\"results\">")
+        .unwrap();
+    let (embedded, _) = embedded.split_once("</script>").unwrap();
+    let embedded: serde_json::Value =
+        serde_json::from_str(&embedded.replace("<\\/", "</")).unwrap();
+    assert_eq!(embedded, v);
     let top = format!("{} hold</span>", v["counts"]["holds"]);
     assert!(html.contains(&top), "{top}");
     assert!(std::fs::metadata(rep.join("report.html")).unwrap().len() < 5 << 20);
