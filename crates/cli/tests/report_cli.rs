@@ -266,3 +266,62 @@ fn reproduce_all_on_a_one_node_slurm_cluster_writes_the_report_of_one_run() {
     assert!(merged.exists(), "no merged report:\n{}", cluster.logs());
     assert_eq!(untimed(&merged), untimed(&d.join("whole/report.json")));
 }
+
+#[test]
+fn sigterm_while_the_report_is_put_in_place_leaves_one_whole_set() {
+    // strace delivers SIGTERM exactly as the second report file is renamed into place (the
+    // moment a mixed set could be left). The signal takes effect once the set is in place: the
+    // three files are the new run's (seed 2, over an older seed-1 report), and no temporary
+    // file is left.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let only = [
+        "reproduce",
+        "all",
+        "--only",
+        "thesis-http",
+        "--max-repetitions",
+        "2",
+    ];
+    let o = smtsched(d, &[&only[..], &["-o", "rep"]].concat());
+    assert!(o.status.success());
+    let out = Command::new("strace")
+        .args([
+            "-f",
+            "-o",
+            "/dev/null",
+            "-e",
+            "inject=rename:signal=SIGTERM:when=2",
+        ])
+        .arg(env!("CARGO_BIN_EXE_smtsched"))
+        .args(only)
+        .args(["--seed", "2", "-o", "rep"])
+        .current_dir(d)
+        .output()
+        .unwrap_or_else(|e| panic!("strace: {e} (install Debian's strace, as .ci/run does)"));
+    // strace ends the way its tracee did: by SIGTERM.
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        out.status.signal() == Some(libc::SIGTERM) || out.status.code() == Some(128 + 15),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep = d.join("rep");
+    let mut names: Vec<String> = std::fs::read_dir(&rep)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["report.html", "report.json", "report.md"]);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rep.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["seed"], 2);
+    let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
+    assert!(
+        html.contains("\"seed\":2,"),
+        "report.html is not the seed-2 run's"
+    );
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(md.contains("seed 2"), "{md}");
+}

@@ -1,8 +1,17 @@
 //! Ctrl-C and SIGTERM only set a flag (STYLE, scx); long loops look at it, stop their children
 //! and return [`crate::HostError::Interrupted`].
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// Whether the running command handles SIGINT and SIGTERM itself (a [`Shutdown`] flag it looks
+/// at): then a signal that arrives while outputs are put in place is left to it.
+static HANDLED_BY_COMMAND: AtomicBool = AtomicBool::new(false);
+/// How many callers are inside [`deferring_signals`].
+static DEFERRING: AtomicUsize = AtomicUsize::new(0);
+/// A signal held back by [`deferring_signals`] (0: none).
+static PENDING: AtomicI32 = AtomicI32::new(0);
+static DEFERRAL_INSTALLED: OnceLock<bool> = OnceLock::new();
 
 /// The shutdown flag: which signal arrived, if any.
 #[derive(Clone, Debug, Default)]
@@ -16,6 +25,7 @@ impl Shutdown {
 
     /// Installs handlers for SIGINT and SIGTERM that record the signal.
     pub fn install() -> std::io::Result<Self> {
+        signals_handled_by_command();
         let s = Shutdown::default();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register_usize(sig, Arc::clone(&s.0), sig as usize)?;
@@ -37,4 +47,45 @@ impl Shutdown {
             _ => Some("a signal"),
         }
     }
+}
+
+/// Says that the running command handles SIGINT and SIGTERM itself (it has registered its own
+/// flag): [`deferring_signals`] then never ends the process.
+pub fn signals_handled_by_command() {
+    HANDLED_BY_COMMAND.store(true, Ordering::SeqCst);
+}
+
+/// Runs `f` (putting output files in place) with SIGINT and SIGTERM held back: a signal that
+/// arrives meanwhile ends the process, as it would have, once `f` has returned, so that a set of
+/// files is replaced whole or not at all and no temporary file is left. Outside such sections a
+/// signal acts as it did before (the default: the process ends). If the handler cannot be
+/// installed, `f` runs unprotected, as before.
+pub fn deferring_signals<T>(f: impl FnOnce() -> T) -> T {
+    DEFERRAL_INSTALLED.get_or_init(install_deferral);
+    DEFERRING.fetch_add(1, Ordering::SeqCst);
+    let out = f();
+    if DEFERRING.fetch_sub(1, Ordering::SeqCst) == 1 {
+        let sig = PENDING.swap(0, Ordering::SeqCst);
+        if sig != 0 && !HANDLED_BY_COMMAND.load(Ordering::SeqCst) {
+            let _ = signal_hook::low_level::emulate_default_handler(sig);
+        }
+    }
+    out
+}
+
+fn install_deferral() -> bool {
+    [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
+        .into_iter()
+        .all(|sig| {
+            let action = move || {
+                if DEFERRING.load(Ordering::SeqCst) > 0 {
+                    PENDING.store(sig, Ordering::SeqCst);
+                } else if !HANDLED_BY_COMMAND.load(Ordering::SeqCst) {
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                }
+            };
+            // SAFETY: the action only touches atomics and calls emulate_default_handler, which
+            // signal-hook documents for use in a handler (it resets the default and re-raises).
+            unsafe { signal_hook::low_level::register(sig, action) }.is_ok()
+        })
 }

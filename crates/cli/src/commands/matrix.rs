@@ -2,7 +2,7 @@
 
 use super::plan::Plan;
 use super::MatrixFiles;
-use super::{counting_bar, json_out, out, protocol, refs, workload_names, workloads, write_file};
+use super::{counting_bar, json_out, out, protocol, refs, workload_names, workloads, write_files};
 use crate::args::MatrixArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
@@ -59,9 +59,7 @@ impl Plan for MatrixPlan {
         bar.finish_and_clear();
         let elapsed = started.elapsed().as_secs_f64();
         let summary = summarize(&matrix).ok_or_else(|| bad_input("no pairs"))?;
-        for (path, text) in self.files.render(&matrix, std::path::Path::to_path_buf)? {
-            write_file(&path, text.as_bytes())?;
-        }
+        write_files(&self.files.render(&matrix, std::path::Path::to_path_buf)?)?;
         if self.json {
             return json_out(&serde_json::json!({ "summary": summary, "matrix": matrix }));
         }

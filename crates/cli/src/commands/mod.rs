@@ -30,7 +30,7 @@ use anyhow::Result;
 pub(crate) use inputs::{
     estimator, machine, protocol, refs, thread_cpus, workload, workload_names, workloads,
 };
-pub(crate) use output::{check_outputs, json_out, out, write_file, MatrixFiles};
+pub(crate) use output::{check_outputs, json_out, out, write_file, write_files, MatrixFiles};
 pub(crate) use progress::{counting_bar, progress_bar, spinner, Bars};
 
 pub fn run(command: Command) -> Result<()> {

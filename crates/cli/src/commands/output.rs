@@ -85,8 +85,33 @@ fn takes_files(dir: &Path, what: &str) -> Result<()> {
     )))
 }
 
-/// Writes an output file atomically, naming it in any error.
+/// Writes an output file atomically, naming it in any error; Ctrl-C or SIGTERM meanwhile takes
+/// effect once the file is in place (see [`write_files`]).
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_files(&[(path, bytes)])
+}
+
+/// Writes a set of output files, each atomically, with Ctrl-C and SIGTERM held back until the
+/// last is in place: an interrupted command leaves the old set or the new one, never a mix, and
+/// no temporary file. A FIFO or device among them is written unprotected (a reader that never
+/// comes must not make the command deaf to Ctrl-C).
+pub(crate) fn write_files<P: AsRef<Path>, B: AsRef<[u8]>>(files: &[(P, B)]) -> Result<()> {
+    let regular = files
+        .iter()
+        .all(|(p, _)| std::fs::metadata(p.as_ref()).map_or(true, |m| m.is_file()));
+    let write_all = || {
+        files
+            .iter()
+            .try_for_each(|(p, b)| write_one(p.as_ref(), b.as_ref()))
+    };
+    if regular {
+        smtsched_host::shutdown::deferring_signals(write_all)
+    } else {
+        write_all()
+    }
+}
+
+fn write_one(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::ErrorKind::{InvalidInput, NotFound, PermissionDenied};
     smtsched_report::write_atomic(path, bytes).map_err(|e| match e.kind() {
         // The path the user gave cannot be written: their input, exit 2.

@@ -5,7 +5,7 @@ use super::super::host::values::{
     ByteSize, Events, Kernels, NamedCommand, PerKernel, Placements, Work,
 };
 use super::super::plan::Plan;
-use super::super::{json_out, out, progress_bar, write_file, MatrixFiles};
+use super::super::{json_out, out, progress_bar, write_files, MatrixFiles};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -305,10 +305,7 @@ impl PairsPlan {
                     .render(x, |p| per_placement(p, x.placement, several))?,
             );
         }
-        for (path, text) in files {
-            write_file(&path, text.as_bytes())?;
-        }
-        Ok(())
+        write_files(&files)
     }
 
     /// With --realtime, a note when time-shared runs are too short for the SCHED_RR slice.

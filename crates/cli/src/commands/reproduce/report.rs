@@ -3,7 +3,7 @@
 //! counts of claims that hold, do not hold and are inconclusive at the top, and per experiment
 //! its claims, tables, figures, machine, seed and time; and the summary printed.
 
-use super::super::write_file;
+use super::super::write_files;
 use anyhow::Result;
 use serde::Serialize;
 use smtsched_experiments::run::{ClaimOutcome, Outcome};
@@ -85,10 +85,11 @@ pub fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result
         ("report.md", markdown(report, outcomes)),
         ("report.json", json.clone()),
     ];
-    for (name, text) in files {
-        write_file(&dir.join(name), text.as_bytes())?;
-    }
-    Ok(())
+    let files: Vec<_> = files
+        .into_iter()
+        .map(|(name, text)| (dir.join(name), text))
+        .collect();
+    write_files(&files)
 }
 
 /// The counts of claims of every experiment, as printed.

@@ -277,6 +277,7 @@ pub(super) fn log_spinner(what: &str) -> Result<ProgressBar> {
 }
 
 pub(super) fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    smtsched_host::shutdown::signals_handled_by_command();
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [libc::SIGINT, libc::SIGTERM] {
         let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&flag));
