@@ -287,7 +287,8 @@ pub struct BenchArgs {
         long = "repetitions",
         alias = "repeat",
         value_name = "REPETITIONS",
-        default_value_t = 3
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub repeat: u32,
     /// Also time a small matrix on one host thread and on all of them (the speed-up).
@@ -400,7 +401,7 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub list: bool,
     /// Override the experiment's repetitions.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repetitions: Option<u32>,
     /// While a claim's 95% interval straddles its bound, run more repetitions (further seeds),
     /// up to this many in all (default: the experiment's max_repetitions, else 10; at most the
@@ -413,8 +414,8 @@ pub struct ReproduceArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Override the experiment's estimator: machine (fitted on the machine simulated, the
-    /// default where one is shipped), thesis (the published Northwood model), perfect or a
-    /// model file.
+    /// default where one is shipped), thesis (the published Northwood model), perfect,
+    /// matrix:FILE (a measured PR matrix) or a model file.
     #[arg(long = "estimator", alias = "model", value_name = "ESTIMATOR")]
     pub model: Option<smtsched_os::EstimatorSpec>,
     /// Override the experiment's base scheduler: linux24 (the thesis's, steered through the

@@ -6,7 +6,7 @@ mod util;
 
 use std::path::Path;
 use std::process::Command;
-use util::smtsched;
+use util::{assert_bad_input, smtsched};
 
 const CHROMIUM: &str = "chromium-headless-shell";
 
@@ -229,15 +229,42 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
 fn reproduce_all_on_a_one_node_slurm_cluster_writes_the_report_of_one_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    // An experiment (USENIX set A, cut short) and the estimator its plan3 uses, named as files
+    // relative to where the script is written; the jobs start in `out` (their --chdir) and
+    // find them all the same.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let set_a = std::fs::read_to_string(repo.join("experiments/usenix05-set-a.toml")).unwrap();
+    let set_a = set_a
+        .replace("duration_s = 3600", "duration_s = 2")
+        .replace(r#""basic", "tryhard", "plan3", "ipc""#, r#""plan3""#);
+    assert!(set_a.contains(r#"policies = ["naive", "plan3"]"#) && set_a.contains("= 2\n"));
+    std::fs::write(d.join("set-a.toml"), set_a).unwrap();
+    std::fs::create_dir(d.join("models")).unwrap();
+    let model = "models/northwood.toml";
+    std::fs::copy(repo.join(model), d.join(model)).unwrap();
     let only = [
         "--only",
-        "thesis-http,thesis-kernel-build",
+        "set-a.toml,thesis-kernel-build",
         "--max-repetitions",
         "2",
+        "--estimator",
+        model,
     ];
     let mut whole = vec!["reproduce", "all", "-o", "whole"];
     whole.extend(only);
     assert!(smtsched(d, &whole).status.success());
+    // `out` was used before with 3 shards: its shard-3.json is no shard of this submission.
+    let mut stale = vec![
+        "reproduce",
+        "all",
+        "--shard",
+        "3/3",
+        "-o",
+        "out/shard-3.json",
+    ];
+    stale.extend(only);
+    std::fs::create_dir(d.join("out")).unwrap();
+    assert!(smtsched(d, &stale).status.success());
     // A real cluster: where Slurm cannot start, this fails and says why.
     let cluster = util::slurm::SlurmCluster::start(&d.join("slurm"))
         .unwrap_or_else(|e| panic!("a one-node Slurm cluster did not start: {e}"));
@@ -263,7 +290,14 @@ fn reproduce_all_on_a_one_node_slurm_cluster_writes_the_report_of_one_run() {
         .wait_idle(std::time::Duration::from_secs(300))
         .unwrap_or_else(|e| panic!("{e}"));
     let merged = d.join("out/report/report.json");
-    assert!(merged.exists(), "no merged report:\n{}", cluster.logs());
+    let log = |f: &str| std::fs::read_to_string(d.join("out").join(f)).unwrap_or_default();
+    assert!(
+        merged.exists(),
+        "no merged report:\n{}\n{}\n{}",
+        log("shard-1.log"),
+        log("merge.log"),
+        cluster.logs()
+    );
     assert_eq!(untimed(&merged), untimed(&d.join("whole/report.json")));
 }
 
@@ -324,4 +358,34 @@ fn sigterm_while_the_report_is_put_in_place_leaves_one_whole_set() {
     );
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     assert!(md.contains("seed 2"), "{md}");
+}
+
+#[test]
+fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs() {
+    // Like any output file's, the report directory's parent must exist (nothing is made on the
+    // way), it must not be a file, and it must be creatable where the user points (/proc takes
+    // no directories, even for root): each is one line, exit 2, before the work.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("afile"), "").unwrap();
+    for (out, says) in [
+        ("no/such/rep", "-o no/such/rep: no directory no/such"),
+        ("afile", "-o afile: not a directory"),
+        (
+            "/proc/smtsched-report",
+            "-o /proc/smtsched-report: cannot be made",
+        ),
+    ] {
+        let o = smtsched(
+            d,
+            &["reproduce", "all", "--only", "thesis-set-a", "-o", out],
+        );
+        assert_bad_input(&o, &[says]);
+    }
+    let left: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["afile"], "nothing made");
 }

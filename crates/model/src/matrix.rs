@@ -160,6 +160,14 @@ impl PrMatrix {
                 self.solo.len()
             ));
         }
+        if let Some((i, w)) = (1..n).find_map(|i| {
+            let w = &self.workloads[i];
+            self.workloads[..i].contains(w).then_some((i, w))
+        }) {
+            return bad(format!(
+                "workloads[{i}] = {w:?}: named twice (a matrix is looked up by workload name)"
+            ));
+        }
         for (i, (s, w)) in self.solo.iter().zip(&self.workloads).enumerate() {
             if &s.workload != w {
                 return bad(format!(
@@ -273,6 +281,10 @@ mod tests {
         let mut m = two();
         m.pairs.push(m.pairs[0].clone());
         assert!(err(&m).contains("appears twice"));
+        let mut m = two();
+        m.workloads[1] = "x".into();
+        m.solo[1].workload = "x".into();
+        assert!(err(&m).contains("workloads[1] = \"x\": named twice"));
         let mut m = two();
         m.pairs[2].pr_b = 1e300;
         assert!(err(&m).contains("pairs[2].pr_b = 1e300"));

@@ -27,6 +27,17 @@ impl Plan for MatrixPlan {
     fn from_args(a: MatrixArgs) -> Result<Self> {
         let machine = a.sim.machine.load()?;
         let workloads = workloads(&workload_names(&a.workloads)?)?;
+        // A matrix is looked up by workload name, and every workload's self-pair is in it.
+        for (i, w) in workloads.iter().enumerate() {
+            if workloads[..i].iter().any(|v| v.name() == w.name()) {
+                return Err(bad_input(format!(
+                    "--workloads {:?}: {} is named twice (a matrix has each workload once; its \
+                     pair with itself is measured too)",
+                    a.workloads,
+                    w.name()
+                )));
+            }
+        }
         let protocol = protocol(&a.sim, &machine, a.rounds)?;
         let files = MatrixFiles::checked(a.files)?;
         Ok(MatrixPlan {

@@ -40,32 +40,40 @@ pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>
     Ok(())
 }
 
-/// Checks, before any work, that `dir` is a directory that takes files or can be made (its
-/// nearest existing ancestor is a directory that takes files); it is made when written to.
+/// Checks, before any work, that `dir` is a directory that takes files, or can be made: its parent
+/// exists (as for any output file, parents are not made) and a directory made there now is
+/// removed again, so that a run never ends in "cannot create" and an empty directory is not left
+/// if it fails.
 pub(crate) fn check_output_dir(dir: &Path, flag: &str) -> Result<()> {
-    let mut existing = dir;
-    while !existing.exists() {
-        match existing.parent() {
-            Some(p) if !p.as_os_str().is_empty() => existing = p,
-            _ => {
-                existing = Path::new(".");
-                break;
-            }
-        }
-    }
     let what = format!("{flag} {}", dir.display());
-    if !existing.is_dir() {
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(bad_input(format!("{what}: not a directory")));
+        }
+        return takes_files(dir, &what);
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
         return Err(bad_input(format!(
-            "{what}: {} is not a directory",
-            existing.display()
+            "{what}: no directory {}",
+            parent.display()
         )));
     }
-    takes_files(existing, &what)
+    std::fs::create_dir(dir)
+        .and_then(|()| std::fs::remove_dir(dir))
+        .map_err(|e| bad_input(format!("{what}: cannot be made: {e}")))
 }
 
 /// Makes the output directory `dir` (see [`check_output_dir`]).
 pub(crate) fn make_output_dir(dir: &Path, flag: &str) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| bad_input(format!("{flag} {}: {e}", dir.display())))
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(_) if dir.is_dir() => Ok(()),
+        Err(e) => Err(bad_input(format!("{flag} {}: {e}", dir.display()))),
+    }
 }
 
 /// Whether this process may create files in the directory `dir` (access(2), which also answers
