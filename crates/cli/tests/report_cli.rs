@@ -191,7 +191,10 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
     // Shards of another run (another seed), a missing shard or one given twice never merge.
     run(&["--seed", "2", "--shard", "2/2", "-o", "t2.json"]);
     for (files, says) in [
-        (vec!["s1.json", "t2.json"], "t2.json: a shard of"),
+        (
+            vec!["s1.json", "t2.json"],
+            "t2.json: not a shard of the run s1.json is of: seed: 2 (not seed: 1)",
+        ),
         (vec!["s1.json"], "shard 2/2 is missing"),
         (vec!["s1.json", "s1.json", "s2.json"], "shard 1/2 again"),
     ] {

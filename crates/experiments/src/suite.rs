@@ -87,6 +87,13 @@ pub fn read_shard(path: &Path) -> Result<SuiteShard, String> {
 /// Merges every shard of one suite into its outcomes, in the suite's order. `parts` are
 /// (file name, contents).
 pub fn merge(parts: &[(String, SuiteShard)]) -> Result<(Suite, Vec<Outcome>), String> {
+    if let Some((first, a)) = parts.first() {
+        for (file, p) in &parts[1..] {
+            if let Some(d) = difference(&p.suite, &a.suite) {
+                return Err(format!("{file}: not a shard of the run {first} is of: {d}"));
+            }
+        }
+    }
     let described: Vec<ShardPart> = parts
         .iter()
         .map(|(file, p)| ShardPart {
@@ -108,4 +115,85 @@ pub fn merge(parts: &[(String, SuiteShard)]) -> Result<(Suite, Vec<Outcome>), St
         parts.iter().flat_map(|(_, p)| p.outcomes.clone()).collect();
     outcomes.sort_by_key(|(i, _)| *i);
     Ok((suite, outcomes.into_iter().map(|(_, o)| o).collect()))
+}
+
+/// How suite `b` was run differently from `a`, in words (`None`: the same run).
+fn difference(b: &Suite, a: &Suite) -> Option<String> {
+    if b.experiments != a.experiments {
+        return Some(format!(
+            "other experiments ({}, not {})",
+            b.experiments.join(","),
+            a.experiments.join(",")
+        ));
+    }
+    if b.version != a.version {
+        return Some(format!("smtsched {}, not {}", b.version, a.version));
+    }
+    let (fb, fa) = (fields(&b.options), fields(&a.options));
+    let changed: Vec<String> = fb
+        .iter()
+        .zip(&fa)
+        .filter(|(x, y)| x != y)
+        .map(|(x, y)| format!("{x} (not {y})"))
+        .collect();
+    (b.options != a.options).then(|| changed.join(", "))
+}
+
+/// The `name: value` fields of a struct's debug text (`T { a: 1, b: Some([x, y]) }`), split at
+/// the commas outside brackets.
+fn fields(debug: &str) -> Vec<&str> {
+    let inner = debug
+        .split_once('{')
+        .and_then(|(_, r)| r.rsplit_once('}'))
+        .map_or(debug, |(i, _)| i);
+    let (mut out, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(inner[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(inner[start..].trim());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn suite(o: &RunOptions) -> Suite {
+        Suite::new(vec!["thesis-set-a".into()], o)
+    }
+
+    #[test]
+    fn shards_of_differently_run_suites_say_which_option_differs() {
+        let a = suite(&RunOptions {
+            seed: 1,
+            ..RunOptions::default()
+        });
+        let b = suite(&RunOptions {
+            seed: 2,
+            full_json: true,
+            ..RunOptions::default()
+        });
+        assert_eq!(
+            difference(&b, &a).unwrap(),
+            "seed: 2 (not seed: 1), full_json: true (not full_json: false)"
+        );
+        assert_eq!(difference(&a, &a), None);
+        let c = Suite::new(vec!["thesis-set-b".into()], &RunOptions::default());
+        assert_eq!(
+            difference(&c, &a).unwrap(),
+            "other experiments (thesis-set-b, not thesis-set-a)"
+        );
+        assert_eq!(
+            fields("R { a: Some([x, y]), b: 1 }"),
+            ["a: Some([x, y])", "b: 1"]
+        );
+    }
 }
