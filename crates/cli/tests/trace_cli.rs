@@ -320,7 +320,7 @@ fn record_runs_valgrind_and_reports_failures() {
         d,
         &["trace", "record", "--quiet", "-o", "x.smtt", "--", "false"],
     );
-    assert_bad_input(&o, &["false failed under valgrind", "exit status 1"]);
+    assert_bad_input(&o, &["`false` exited with status 1 under valgrind"]);
     let o = smtsched(
         d,
         &[
@@ -336,7 +336,7 @@ fn record_runs_valgrind_and_reports_failures() {
     );
     assert_bad_input(
         &o,
-        &["sort missing-file failed under valgrind", "exit status 2"],
+        &["`sort missing-file` exited with status 2 under valgrind"],
     );
     let empty = tempfile::tempdir().unwrap();
     let o = run(
@@ -575,6 +575,7 @@ fn record_follows_an_exec_and_refuses_a_second_process() {
             "valgrind",
             "--tool=cachegrind",
             "--cache-sim=no",
+            "--vgdb=no",
             "--trace-children=yes",
         ])
         .args([
@@ -631,4 +632,123 @@ fn record_follows_an_exec_and_refuses_a_second_process() {
     );
     assert_bad_input(&o, &["a second process", "record that program directly"]);
     assert!(!d.join("f.smtt").exists());
+}
+
+/// `smtsched ARGS` in `dir` with TMPDIR a fresh directory (valgrind puts its vgdb pipes there,
+/// smtsched its scratch files): the output and what was left in that directory.
+fn run_with_fresh_tmpdir(dir: &Path, args: &[&str]) -> (Output, Vec<String>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .env("TMPDIR", tmp.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (out, names_in(tmp.path()))
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A crosscheck of a program that fails says how it ended, in one line, and exits 2.
+#[test]
+fn crosscheck_of_a_failing_program_says_so_in_one_line() {
+    assert!(have_valgrind(), "valgrind is needed");
+    let dir = tempfile::tempdir().unwrap();
+    let (o, left) = run_with_fresh_tmpdir(dir.path(), &["trace", "crosscheck", "--", "false"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "smtsched: error: `false` exited with status 1 under valgrind\n"
+    );
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
+}
+
+/// Valgrind killed at --max-instructions, or stopped when a crosscheck is refused (a second
+/// process), leaves no vgdb pipe or scratch file in TMPDIR.
+#[test]
+fn valgrind_runs_leave_nothing_in_tmpdir() {
+    assert!(have_valgrind(), "valgrind is needed");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let record = [
+        "trace",
+        "record",
+        "--quiet",
+        "--max-instructions",
+        "1000",
+        "-o",
+        "t.smtt",
+        "--",
+        "true",
+    ];
+    let (o, left) = run_with_fresh_tmpdir(d, &record);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(left.is_empty(), "record left in TMPDIR: {left:?}");
+    let fork = [
+        "trace",
+        "crosscheck",
+        "--",
+        "sh",
+        "-c",
+        "sleep 0.1 & exec true",
+    ];
+    let (o, left) = run_with_fresh_tmpdir(d, &fork);
+    assert_bad_input(&o, &["a second process"]);
+    assert!(left.is_empty(), "crosscheck left in TMPDIR: {left:?}");
+}
+
+/// Whether a process runs valgrind's `tool` on the program named by `marker`.
+fn running_under(marker: &str, tool: &str) -> bool {
+    util::with_marker(marker).iter().any(|pid| {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&cmd).contains(&format!("--tool={tool}"))
+    })
+}
+
+/// SIGINT or SIGTERM while lackey records or while cachegrind runs: valgrind and the program are
+/// stopped, the command says it was interrupted (exit 1, as every command that stops its
+/// children does) and leaves nothing in TMPDIR.
+#[test]
+fn crosscheck_stops_on_sigint_and_sigterm_in_either_valgrind_run() {
+    assert!(have_valgrind(), "valgrind is needed");
+    let runs = [
+        ("lackey", libc::SIGINT),
+        ("lackey", libc::SIGTERM),
+        ("cachegrind", libc::SIGINT),
+        ("cachegrind", libc::SIGTERM),
+    ];
+    for (n, (tool, sig)) in runs.into_iter().enumerate() {
+        let tmp = tempfile::tempdir().unwrap();
+        // About 1.5 s of sleep: cachegrind starts only once lackey's run has ended.
+        let marker = format!("1.5{}{n}", std::process::id());
+        let mut h = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+            .args(["trace", "crosscheck", "--", "sleep", &marker])
+            .env("TMPDIR", tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !running_under(&marker, tool) {
+            assert!(std::time::Instant::now() < deadline, "{tool} never ran");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let (status, err, took) = util::signal_and_wait(&mut h, sig);
+        assert!(took.as_secs() < 5, "took {took:?}");
+        assert_eq!(status.code(), Some(1), "{tool} {sig}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("interrupted by a signal"), "{err}");
+        assert!(
+            util::gone_within(&marker, std::time::Duration::from_secs(5)),
+            "{tool} left running after signal {sig}"
+        );
+        let left = names_in(tmp.path());
+        assert!(left.is_empty(), "{tool} {sig}: left in TMPDIR: {left:?}");
+    }
 }

@@ -45,7 +45,8 @@ pub enum TraceError {
     ValgrindMissing,
     #[error("command not found: {0}")]
     CommandNotFound(String),
-    #[error("{command} failed under valgrind: {status}{detail}")]
+    /// The program (run under valgrind) failed: `status` says how ("exited with status 1").
+    #[error("`{command}` {status} under valgrind{detail}")]
     CommandFailed {
         command: String,
         status: String,
@@ -54,7 +55,7 @@ pub enum TraceError {
     #[error("{0}")]
     Invalid(String),
     /// Ctrl-C or SIGTERM arrived: stopped, nothing written.
-    #[error("{origin}: interrupted by a signal before the end of the input; no output written")]
+    #[error("{origin}: interrupted by a signal before the end; no output written")]
     Interrupted { origin: String },
     #[error(transparent)]
     Model(#[from] smtsched_model::ModelError),

@@ -9,7 +9,7 @@ use crate::lackey::{import_lackey, ImportStats};
 use crate::output::AtomicFile;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::AtomicBool;
 
 /// What to do with the traced program's standard output and error.
@@ -87,12 +87,80 @@ fn no_aslr(cmd: &mut Command) {
     }
 }
 
-fn describe(status: ExitStatus) -> String {
+/// A failed run as one line: how the program ended, and valgrind's own complaint if it made one
+/// (lackey's closing `Exit code:` line is not the program's and is left out).
+fn failure(command: &[String], status: ExitStatus, messages: &[String]) -> TraceError {
     use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(s)) => format!("killed by signal {s}"),
+    let status = match (status.code(), status.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => format!("was killed by signal {s}"),
         _ => status.to_string(),
+    };
+    let detail = messages
+        .iter()
+        .rev()
+        .find(|m| m.starts_with("valgrind:"))
+        .map(|m| format!(" ({m})"))
+        .unwrap_or_default();
+    TraceError::CommandFailed {
+        command: command.join(" "),
+        status,
+        detail,
+    }
+}
+
+/// Valgrind's gdbserver is never used: without `--vgdb=no` every valgrind process creates three
+/// `vgdb-pipe-*` files in TMPDIR and leaves them when it is killed.
+const NO_GDBSERVER: &str = "--vgdb=no";
+
+/// Starts `cmd` in a process group of its own (stopped whole by [`stop_group`]; a Ctrl-C on the
+/// terminal reaches us only) that the kernel kills if we die.
+fn spawn_group(cmd: &mut Command) -> Result<Child> {
+    cmd.process_group(0);
+    // SAFETY: prctl is async-signal-safe and only changes the child.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            TraceError::ValgrindMissing
+        } else {
+            TraceError::Invalid(format!("cannot start valgrind: {e}"))
+        }
+    })
+}
+
+/// Kills the process group of a child started by [`spawn_group`] and reaps the child.
+fn stop_group(child: &mut Child) {
+    // SAFETY: kill(2) on the group we created; its leader is not reaped yet.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+/// Waits for `child`; if `interrupted` is set meanwhile, stops its group and returns
+/// `Interrupted` (of `origin`).
+fn wait_or_stop(
+    child: &mut Child,
+    interrupted: Option<&AtomicBool>,
+    origin: &str,
+) -> Result<ExitStatus> {
+    loop {
+        if interrupted.is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed)) {
+            stop_group(child);
+            return Err(TraceError::Interrupted {
+                origin: origin.into(),
+            });
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(TraceError::Invalid(format!("waiting for valgrind: {e}"))),
+        }
     }
 }
 
@@ -155,22 +223,21 @@ pub fn record(
     let (reader, writer) = pipe().map_err(|e| TraceError::Invalid(format!("pipe: {e}")))?;
     let log_fd = std::os::fd::AsRawFd::as_raw_fd(&writer);
     let mut cmd = Command::new(vg);
-    cmd.args(["--tool=lackey", "--trace-mem=yes", "--log-fd=3"])
-        .args(FOLLOW_EXEC)
-        .args(&opts.command)
-        .stdin(opts.output.stdio())
-        .stdout(opts.output.stdio())
-        .stderr(opts.output.stdio());
+    cmd.args([
+        "--tool=lackey",
+        "--trace-mem=yes",
+        "--log-fd=3",
+        NO_GDBSERVER,
+    ])
+    .args(FOLLOW_EXEC)
+    .args(&opts.command)
+    .stdin(opts.output.stdio())
+    .stdout(opts.output.stdio())
+    .stderr(opts.output.stdio());
     no_aslr(&mut cmd);
-    // Valgrind and whatever the traced program starts form one process group, stopped together
-    // (and killed by the kernel if we die).
-    cmd.process_group(0);
-    // SAFETY: dup2, fcntl and prctl are async-signal-safe; they only touch the child.
+    // SAFETY: dup2 and fcntl are async-signal-safe; they only touch the child.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
             if log_fd == 3 {
                 let flags = libc::fcntl(3, libc::F_GETFD);
                 if flags == -1 || libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC) == -1 {
@@ -182,20 +249,10 @@ pub fn record(
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            TraceError::ValgrindMissing
-        } else {
-            TraceError::Invalid(format!("cannot start valgrind: {e}"))
-        }
-    })?;
+    // Valgrind and whatever the traced program starts form one process group, stopped together.
+    let mut child = spawn_group(&mut cmd)?;
     drop(writer);
     let label = dest.display().to_string();
-    let stop_group = |child: &mut std::process::Child| {
-        // SAFETY: kill(2) on the group we created; its leader is not reaped yet.
-        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-        let _ = child.wait();
-    };
     let result = (|| {
         let mut w = TraceWriter::new(&mut file).map_err(|e| TraceError::write(dest, e))?;
         let input: Box<dyn std::io::Read + '_> = match interrupted {
@@ -231,23 +288,7 @@ pub fn record(
             .wait()
             .map_err(|e| TraceError::Invalid(format!("waiting for valgrind: {e}")))?;
         if !status.success() {
-            let detail = stats
-                .messages
-                .iter()
-                .rev()
-                .find(|m| {
-                    m.contains("Process terminating")
-                        || m.contains("valgrind:")
-                        || m.contains("Exit code")
-                        || m.contains("error")
-                })
-                .map(|m| format!(" ({m})"))
-                .unwrap_or_default();
-            return Err(TraceError::CommandFailed {
-                command: opts.command.join(" "),
-                status: describe(status),
-                detail,
-            });
+            return Err(failure(&opts.command, status, &stats.messages));
         }
     }
     if stats.instructions == 0 {
@@ -531,11 +572,13 @@ impl CachegrindCounts {
 const FOLLOW_EXEC: [&str; 2] = ["--trace-children=yes", "--child-silent-after-fork=yes"];
 
 /// Runs `command` under `valgrind --tool=cachegrind --cache-sim=yes` with the given caches and
-/// address randomisation off; returns its totals.
+/// address randomisation off; returns its totals. If `interrupted` is set meanwhile, valgrind and
+/// the program are stopped and `Interrupted` returned.
 pub fn run_cachegrind(
     command: &[String],
     caches: &CacheConfig,
     output: ProgramOutput,
+    interrupted: Option<&AtomicBool>,
 ) -> Result<CachegrindCounts> {
     check_command(command)?;
     for (n, g) in [("I1", caches.i1), ("D1", caches.d1), ("LL", caches.ll)] {
@@ -560,30 +603,20 @@ pub fn run_cachegrind(
             out_file("%p").display()
         ))
         .args(FOLLOW_EXEC)
-        .arg("-q")
+        .args(["-q", NO_GDBSERVER])
         .args(command)
         .stdin(output.stdio())
         .stdout(output.stdio())
         .stderr(output.stdio());
     no_aslr(&mut cmd);
-    let status = cmd.spawn().and_then(|mut child| {
-        let pid = child.id();
-        child.wait().map(|status| (status, pid))
-    });
-    let status = status.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            TraceError::ValgrindMissing
-        } else {
-            TraceError::Invalid(format!("cannot start valgrind: {e}"))
-        }
+    let origin = format!("`{}` under cachegrind", command.join(" "));
+    let status = spawn_group(&mut cmd).and_then(|mut child| {
+        let status = wait_or_stop(&mut child, interrupted, &origin)?;
+        Ok((status, child.id()))
     });
     let result = status.and_then(|(status, pid)| {
         if !status.success() {
-            return Err(TraceError::CommandFailed {
-                command: command.join(" "),
-                status: describe(status),
-                detail: String::new(),
-            });
+            return Err(failure(command, status, &[]));
         }
         let out_file = out_file(&pid.to_string());
         let text =

@@ -50,7 +50,7 @@ fn check(name: &str, command: &[String], dir: &Path) -> String {
         &|_| {},
     )
     .unwrap_or_else(|e| panic!("{name}: record: {e}"));
-    let cg = run_cachegrind(command, &CACHES, ProgramOutput::Null)
+    let cg = run_cachegrind(command, &CACHES, ProgramOutput::Null, None)
         .unwrap_or_else(|e| panic!("{name}: cachegrind: {e}"));
     let w = open_for_check(&trace).unwrap();
     let replica = CachegrindModel::run(&CACHES, w.file()).unwrap();

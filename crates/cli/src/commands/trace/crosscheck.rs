@@ -12,6 +12,7 @@ use smtsched_trace::crosscheck::{
 use smtsched_trace::valgrind::{
     record, run_cachegrind, CacheConfig, CachegrindCounts, ProgramOutput, RecordOptions,
 };
+use smtsched_trace::TraceError;
 use std::path::PathBuf;
 
 pub struct CrosscheckPlan {
@@ -48,10 +49,17 @@ impl CrosscheckPlan {
         let rec = record(&opts, &trace_path, Some(&flag), &|b| bar.set_position(b));
         bar.finish_and_clear();
         let rec = rec?;
-        let cg = run_cachegrind(command, caches, ProgramOutput::Null)?;
+        let cg = run_cachegrind(command, caches, ProgramOutput::Null, Some(&flag))?;
         let w = open_for_check(&trace_path)?;
         let replica = CachegrindModel::run(caches, w.file())?;
         let sim = simulate(&w, &self.machine)?;
+        // A signal during the simulation is seen here, before anything is printed.
+        if flag.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(TraceError::Interrupted {
+                origin: "the simulation".into(),
+            }
+            .into());
+        }
         if self.json {
             return json_out(&serde_json::json!({
                 "command": command, "instructions": rec.summary.instructions,

@@ -59,7 +59,7 @@ pub enum TraceAction {
     },
     /// Import a saved log (or `-` for standard input) into a trace file.
     ///
-    /// Example: valgrind --tool=lackey --trace-mem=yes --log-fd=3 ls 3>&1 >/dev/null | smtsched trace import - -o ls.smtt
+    /// Example: valgrind --tool=lackey --trace-mem=yes --vgdb=no --log-fd=3 ls 3>&1 >/dev/null | smtsched trace import - -o ls.smtt
     Import {
         /// Input format.
         #[arg(long, value_enum, default_value = "lackey")]
