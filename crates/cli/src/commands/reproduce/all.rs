@@ -50,6 +50,16 @@ impl AllPlan {
             Some(list) => list.split(',').map(|n| n.trim().to_string()).collect(),
             None => EXPERIMENTS.iter().map(|p| p.name.to_string()).collect(),
         };
+        if let Some(twice) = names
+            .iter()
+            .enumerate()
+            .find(|(i, n)| names[..*i].contains(n))
+        {
+            return Err(bad_input(format!(
+                "--only: {} is named twice (its claims would count twice)",
+                twice.1
+            )));
+        }
         let experiments = names
             .iter()
             .map(|n| load_experiment(n))
