@@ -385,6 +385,19 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
         );
         assert_bad_input(&o, &[says]);
     }
+    // An experiment named twice would count its claims twice.
+    let twice = [
+        "reproduce",
+        "all",
+        "--only",
+        "thesis-set-a,thesis-set-a",
+        "-o",
+        "rep",
+    ];
+    assert_bad_input(
+        &smtsched(d, &twice),
+        &["--only: thesis-set-a is named twice"],
+    );
     let left: Vec<_> = std::fs::read_dir(d)
         .unwrap()
         .flatten()
