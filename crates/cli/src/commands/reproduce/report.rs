@@ -53,7 +53,8 @@ pub fn report(seed: u64, outcomes: &[Outcome]) -> Report<'_> {
         format: "smtsched-reproduce-report-1",
         version: env!("CARGO_PKG_VERSION"),
         seed,
-        seconds: outcomes.iter().map(|o| o.seconds).sum(),
+        // From +0: an empty float sum is -0, printed "-0 s" for an empty shard.
+        seconds: outcomes.iter().fold(0.0, |s, o| s + o.seconds),
         counts: Counts {
             holds: count(Verdict::Holds),
             does_not_hold: count(Verdict::DoesNotHold),
