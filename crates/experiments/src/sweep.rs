@@ -7,8 +7,8 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use smtsched_model::{
-    expand_workload_list, load_machine, load_workload, KernelBuild, MachineModel, Override,
-    Placement, PrMatrix,
+    expand_workload_list, load_machine, load_workload, KernelBuild, MachineModel, ModelError,
+    Override, Placement, PrMatrix,
 };
 use smtsched_os::oracle::SimulatedOracle;
 use smtsched_os::runs::simulate;
@@ -247,15 +247,23 @@ impl Sweep {
         }
         check_numbers(&spec)?;
         let mut machines = Vec::new();
-        for m in &spec.machines {
+        for (mi, m) in spec.machines.iter().enumerate() {
             let mut per_set = Vec::new();
-            for set in &spec.sets {
+            for (si, set) in spec.sets.iter().enumerate() {
                 let overrides: Vec<Override> = set
                     .iter()
-                    .map(|s| s.parse().map_err(|e| format!("sets: {e}")))
+                    .map(|s| s.parse().map_err(|e| format!("sets[{si}]: {e}")))
                     .collect::<Result<_, _>>()?;
-                let model = load_machine(m, &overrides)
-                    .map_err(|e| format!("machines: {}", one_line(&e.to_string())))?;
+                let model = load_machine(m, &overrides).map_err(|e| {
+                    // A machine that loads alone but not with the set's overrides: their fault.
+                    let at = match (&e, load_machine(m, &[])) {
+                        (ModelError::Override { .. }, _) | (_, Ok(_)) => {
+                            format!("sets[{si}] on machine {m}")
+                        }
+                        _ => format!("machines[{mi}]"),
+                    };
+                    format!("{at}: {}", one_line(&e.to_string()))
+                })?;
                 per_set.push(model);
             }
             machines.push(per_set);
