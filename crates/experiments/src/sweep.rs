@@ -504,6 +504,13 @@ pub fn merge(parts: &[(String, SweepResults)]) -> Result<SweepResults, SweepErro
 
 /// The results as a table for people: one row per job.
 pub fn render(r: &SweepResults) -> String {
+    if r.jobs.is_empty() {
+        // No row tells which kind of table it would have been.
+        let whose = r.shard.map_or(String::new(), |s| {
+            format!(" in shard {}/{}", s.index, s.count)
+        });
+        return format!("no jobs{whose} (the sweep has {})\n", r.jobs_total);
+    }
     let pairs = r
         .jobs
         .iter()
