@@ -4,6 +4,7 @@
 use super::plan::Plan;
 use super::slurm::{absolute, Submission};
 use super::{check_outputs, counting_bar, out, write_file};
+use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use smtsched_experiments::sweep::{
@@ -40,8 +41,10 @@ pub enum SweepAction {
     ///
     /// Example: smtsched sweep merge shard-*.json -o results.json
     Merge {
+        /// The shard files `sweep run --shard I/N -o FILE` wrote, every shard of one sweep once.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Write the merged results (JSON, as an unsharded `sweep run -o` writes) here.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -50,6 +53,7 @@ pub enum SweepAction {
     ///
     /// Example: smtsched sweep slurm l2.toml --shards 16 --dir /scratch/l2 -o submit.sh
     Slurm {
+        /// The sweep file (as for `sweep run`).
         file: PathBuf,
         /// Array tasks (shards).
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -93,6 +97,10 @@ impl Plan for SweepPlan {
                 threads,
             } => {
                 let sweep = Box::new(load_sweep(&file)?);
+                if shard.is_some() && output.is_none() {
+                    // A shard's results are only of use to `sweep merge`.
+                    return Err(bad_input("--shard needs -o FILE for the shard's results"));
+                }
                 check_outputs([output.as_deref()])?;
                 SweepPlan::Run {
                     sweep,
