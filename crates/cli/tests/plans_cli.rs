@@ -269,3 +269,25 @@ fn a_value_outside_a_flags_set_is_one_line_naming_flag_and_value() {
         assert_bad_input(&o, &[flag, value]);
     }
 }
+
+/// A Slurm `--dir` that is a regular file is refused in one line naming it, before the script
+/// (or anything else) is written; printed to standard output, nothing is printed either.
+#[test]
+fn a_slurm_dir_that_is_a_file_is_refused_before_the_script_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("taken"), "a file\n").unwrap();
+    let sweep = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sweeps/l2-size.toml");
+    let sweep = sweep.to_str().unwrap();
+    let reproduce = ["reproduce", "all", "--slurm", "--shards", "2"];
+    let sweep = ["sweep", "slurm", sweep, "--shards", "2"];
+    for command in [&reproduce[..], &sweep[..]] {
+        for to in [&["-o", "submit.sh"][..], &[]] {
+            let args = [command, &["--dir", "taken"], to].concat();
+            let o = smtsched(d, &args);
+            assert_bad_input(&o, &["--dir taken"]);
+            assert!(o.stdout.is_empty(), "{args:?} printed a script");
+            assert!(!d.join("submit.sh").exists(), "{args:?} wrote its script");
+        }
+    }
+}

@@ -195,10 +195,30 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
 fn a_sweep_sharded_on_a_one_node_slurm_cluster_merges_into_the_unsharded_results() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let sweep = write(d, "s.toml", PAIRS);
+    // The machine is a file named relative to where the script is written; the jobs start in
+    // `out` (their --chdir), where no nw.toml is, and find it all the same.
+    let machines = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../machines/northwood.toml");
+    std::fs::copy(machines, d.join("nw.toml")).unwrap();
+    let sweep = write(
+        d,
+        "s.toml",
+        &PAIRS.replace(r#"machines = ["northwood"]"#, r#"machines = ["nw.toml"]"#),
+    );
     assert!(smtsched(d, &["sweep", "run", &sweep, "-o", "all.json"])
         .status
         .success());
+    // `out` was used before with 4 shards: its shard-4.json is no shard of this submission.
+    std::fs::create_dir(d.join("out")).unwrap();
+    let stale = [
+        "sweep",
+        "run",
+        &sweep,
+        "--shard",
+        "4/4",
+        "-o",
+        "out/shard-4.json",
+    ];
+    assert!(smtsched(d, &stale).status.success());
     // A real cluster: where Slurm cannot start, this fails and says why.
     let cluster = SlurmCluster::start(&d.join("slurm"))
         .unwrap_or_else(|e| panic!("a one-node Slurm cluster did not start: {e}"));
@@ -226,16 +246,16 @@ fn a_sweep_sharded_on_a_one_node_slurm_cluster_merges_into_the_unsharded_results
         .wait_idle(Duration::from_secs(180))
         .unwrap_or_else(|e| panic!("{e}"));
     // Three array tasks wrote their shards; the merge job, run after them, wrote the results
-    // an unsharded run writes, byte for byte.
+    // an unsharded run writes, byte for byte, from those three shards alone.
     for i in 1..=3 {
         assert!(
             d.join(format!("out/shard-{i}.json")).exists(),
             "{}",
-            cluster.logs()
+            job_logs(&d.join("out"))
         );
     }
     let merged = std::fs::read(d.join("out/results.json"))
-        .unwrap_or_else(|e| panic!("no results.json ({e}):\n{}", cluster.logs()));
+        .unwrap_or_else(|e| panic!("no results.json ({e}):\n{}", job_logs(&d.join("out"))));
     assert_eq!(merged, std::fs::read(d.join("all.json")).unwrap());
     let pids = cluster.pids();
     drop(cluster);
@@ -247,4 +267,25 @@ fn a_sweep_sharded_on_a_one_node_slurm_cluster_merges_into_the_unsharded_results
             "a Slurm daemon ({pid}) is still running"
         );
     }
+}
+
+/// The Slurm jobs' logs (`*.log`) in `dir`, each headed by its name.
+fn job_logs(dir: &Path) -> String {
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs.iter()
+        .map(|p| {
+            format!(
+                "== {}\n{}",
+                p.display(),
+                std::fs::read_to_string(p).unwrap_or_default()
+            )
+        })
+        .collect()
 }

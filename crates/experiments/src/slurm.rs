@@ -12,10 +12,17 @@ pub struct SlurmPlan<'a> {
     pub shards: u32,
     /// Where shard files, logs and the merged output go (absolute).
     pub dir: &'a Path,
-    /// A shard's command, the absolute executable first (jobs run from their own working
-    /// directory); the script appends `--shard "$SLURM_ARRAY_TASK_ID/N" -o DIR/shard-ID.json`.
+    /// The directory the script was written from (absolute). Every job `cd`s there first, so
+    /// each relative path resolves as it did for the command that wrote the script — including
+    /// paths no argument shows (a sweep file's machines, an experiment file's task set) and
+    /// arguments that are a name or a file (`--only`, `--estimator`), which rewriting the
+    /// arguments as absolute paths would miss.
+    pub workdir: &'a Path,
+    /// A shard's command, the absolute executable first; the script appends
+    /// `--shard "$SLURM_ARRAY_TASK_ID/N" -o DIR/shard-ID.json`.
     pub shard_command: &'a [String],
-    /// The merge's command; the script appends the shard files and `-o DIR/<merge_output>`.
+    /// The merge's command; the script appends DIR/shard-1.json … DIR/shard-N.json (this
+    /// submission's shards, not whatever an earlier one left in DIR) and `-o DIR/<merge_output>`.
     pub merge_command: &'a [String],
     /// The merged output's name under `dir`.
     pub merge_output: &'a str,
@@ -26,28 +33,41 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// The words of `c`, each quoted.
+fn words(c: &[String]) -> String {
+    c.iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A shard job's and the merge job's shell commands, for `sbatch --wrap`. Each `cd`s to the
+/// plan's `workdir` first; the merge's shell lists the shard files itself (N names could
+/// overflow the one argument --wrap takes).
+fn job_commands(p: &SlurmPlan) -> (String, String) {
+    let dir = shell_quote(&p.dir.display().to_string());
+    let cd = format!("cd {} && ", shell_quote(&p.workdir.display().to_string()));
+    let n = p.shards;
+    let shard = format!(
+        "{cd}exec {} --shard \"$SLURM_ARRAY_TASK_ID/{n}\" -o {dir}/shard-\"$SLURM_ARRAY_TASK_ID\".json",
+        words(p.shard_command),
+    );
+    let merge = format!(
+        "{cd}set -- && i=1 && while [ \"$i\" -le {n} ]; do set -- \"$@\" {dir}/shard-\"$i\".json; \
+         i=$((i + 1)); done && exec {} \"$@\" -o {dir}/{}",
+        words(p.merge_command),
+        shell_quote(p.merge_output),
+    );
+    (shard, merge)
+}
+
 /// The submit script's text.
 pub fn submit_script(p: &SlurmPlan) -> String {
-    let words = |c: &[String]| {
-        c.iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     let dir = shell_quote(&p.dir.display().to_string());
     let name = shell_quote(p.name);
-    // The job commands go to sbatch --wrap as one argument; `$SLURM_ARRAY_TASK_ID` and the glob
-    // must reach the job's shell unexpanded, so that argument is itself single-quoted.
-    let shard_cmd = format!(
-        "{} --shard \"$SLURM_ARRAY_TASK_ID/{n}\" -o {dir}/shard-\"$SLURM_ARRAY_TASK_ID\".json",
-        words(p.shard_command),
-        n = p.shards
-    );
-    let merge_cmd = format!(
-        "{} {dir}/shard-*.json -o {dir}/{}",
-        words(p.merge_command),
-        shell_quote(p.merge_output)
-    );
+    // `$SLURM_ARRAY_TASK_ID` and `$i` must reach the job's shell unexpanded, so each --wrap
+    // argument is itself single-quoted.
+    let (shard_cmd, merge_cmd) = job_commands(p);
     format!(
         "#!/bin/sh\n\
          # Submits {name} to Slurm: {n} shards as a job array, then a merge job that runs\n\

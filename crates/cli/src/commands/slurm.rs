@@ -1,6 +1,7 @@
 //! Slurm submissions (`sweep slurm`, `reproduce all --slurm`): a script that submits the shards
 //! as a job array and a merge job after them, each running this executable.
 
+use super::output::check_output_dir;
 use super::{check_outputs, out, write_file};
 use anyhow::{Context, Result};
 use smtsched_experiments::slurm::{submit_script, SlurmPlan};
@@ -14,6 +15,8 @@ pub(crate) struct Submission {
     pub shards: u32,
     /// Where shard files, logs and the merged output go.
     pub dir: PathBuf,
+    /// Where every job runs from: this process's working directory.
+    pub workdir: PathBuf,
     /// A shard's command and the merge's, this executable first.
     pub shard_command: Vec<String>,
     pub merge_command: Vec<String>,
@@ -34,6 +37,7 @@ impl Submission {
         merge_output: &'static str,
         output: Option<PathBuf>,
     ) -> Result<Self> {
+        check_output_dir(dir, "--dir")?;
         check_outputs([output.as_deref()])?;
         let exe = executable()?;
         let command = |args: Vec<String>| [vec![exe.clone()], args].concat();
@@ -41,6 +45,7 @@ impl Submission {
             name,
             shards,
             dir: absolute(dir)?,
+            workdir: std::env::current_dir().context("finding the working directory")?,
             shard_command: command(shard_args.to_vec()),
             merge_command: command(merge_args.iter().map(|s| s.to_string()).collect()),
             merge_output,
@@ -54,6 +59,7 @@ impl Submission {
             name: &self.name,
             shards: self.shards,
             dir: &self.dir,
+            workdir: &self.workdir,
             shard_command: &self.shard_command,
             merge_command: &self.merge_command,
             merge_output: self.merge_output,
@@ -68,7 +74,7 @@ impl Submission {
     }
 }
 
-/// `p` made absolute (Slurm jobs run from their own working directory).
+/// `p` made absolute (the script may be run from anywhere).
 pub(crate) fn absolute(p: &Path) -> Result<PathBuf> {
     Ok(if p.is_absolute() {
         p.to_path_buf()
