@@ -145,6 +145,10 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
             "no-such-policy",
         ),
         (PAIRS.replace("gzip-like,mcf-like", "gzip"), "gzip"),
+        (
+            PAIRS.replace("cache.L2.size_bytes=1048576", "cache.L9.ways=2"),
+            "sets[1] on machine northwood: override \"cache.L9.ways=2\"",
+        ),
         (PAIRS.replace("seeds = [1, 2]", "seeds = []"), "seeds"),
         (
             PAIRS.replace("kind = \"pairs\"", "kind = \"triples\""),
@@ -160,6 +164,11 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
     assert_bad_input(
         &smtsched(d, &["sweep", "run", &sweep, "--shard", "3/2"]),
         &["--shard", "3/2"],
+    );
+    // A shard's results are for `sweep merge`: printed only, they would be lost.
+    assert_bad_input(
+        &smtsched(d, &["sweep", "run", &sweep, "--shard", "1/2"]),
+        &["--shard needs -o FILE"],
     );
     // Shards of two different sweeps (another seed list) never merge; nor does an incomplete set.
     let other = write(
