@@ -752,3 +752,38 @@ fn crosscheck_stops_on_sigint_and_sigterm_in_either_valgrind_run() {
         assert!(left.is_empty(), "{tool} {sig}: left in TMPDIR: {left:?}");
     }
 }
+
+#[test]
+fn an_interrupted_crosscheck_keeps_the_whole_trace_it_was_asked_to_keep() {
+    // `--keep FILE`: once lackey's run has ended the trace is complete; Ctrl-C during cachegrind
+    // leaves it (the user asked for it) and says so, rather than "no output written".
+    assert!(have_valgrind(), "valgrind is needed");
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("1.5{}9", std::process::id());
+    let mut h = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args([
+            "trace",
+            "crosscheck",
+            "--keep",
+            "kept.smtt",
+            "--",
+            "sleep",
+            &marker,
+        ])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !running_under(&marker, "cachegrind") {
+        assert!(std::time::Instant::now() < deadline, "cachegrind never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let (status, err, _) = util::signal_and_wait(&mut h, libc::SIGINT);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("the trace kept.smtt is kept"), "{err}");
+    let o = smtsched(dir.path(), &["trace", "info", "kept.smtt"]);
+    assert!(o.status.success(), "the kept trace reads back whole");
+}

@@ -29,6 +29,7 @@ impl CrosscheckPlan {
     pub(super) fn execute(self) -> Result<()> {
         let (caches, command) = (&self.caches, &self.command);
         let _cleanup;
+        let keep = self.keep.clone();
         let trace_path = match self.keep {
             Some(p) => p,
             None => {
@@ -49,16 +50,24 @@ impl CrosscheckPlan {
         let rec = record(&opts, &trace_path, Some(&flag), &|b| bar.set_position(b));
         bar.finish_and_clear();
         let rec = rec?;
-        let cg = run_cachegrind(command, caches, ProgramOutput::Null, Some(&flag))?;
+        // Once recorded, a kept trace is whole: an interruption from here on says so.
+        let kept = |e: TraceError| match (e, &keep) {
+            (TraceError::Interrupted { origin }, Some(p)) => anyhow::anyhow!(
+                "{origin}: interrupted by a signal before the end; the trace {} is kept (recorded \
+                 in full), nothing else written",
+                p.display()
+            ),
+            (e, _) => e.into(),
+        };
+        let cg = run_cachegrind(command, caches, ProgramOutput::Null, Some(&flag)).map_err(kept)?;
         let w = open_for_check(&trace_path)?;
         let replica = CachegrindModel::run(caches, w.file())?;
         let sim = simulate(&w, &self.machine)?;
         // A signal during the simulation is seen here, before anything is printed.
         if flag.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(TraceError::Interrupted {
+            return Err(kept(TraceError::Interrupted {
                 origin: "the simulation".into(),
-            }
-            .into());
+            }));
         }
         if self.json {
             return json_out(&serde_json::json!({
