@@ -316,6 +316,9 @@ fn record_runs_valgrind_and_reports_failures() {
         ],
     );
     assert_bad_input(&o, &["command not found: no-such-program-xyz"]);
+    // A file that is there but cannot be run is named as such, not as missing.
+    let o = smtsched(d, &["trace", "record", "-o", "x.smtt", "--", "./in.txt"]);
+    assert_bad_input(&o, &["./in.txt: not an executable file"]);
     let o = smtsched(
         d,
         &["trace", "record", "--quiet", "-o", "x.smtt", "--", "false"],

@@ -169,6 +169,11 @@ fn check_command(command: &[String]) -> Result<()> {
         return Err(TraceError::Invalid("no command given to run".into()));
     };
     if resolve_command(first).is_none() {
+        if first.contains('/') && Path::new(first).exists() {
+            return Err(TraceError::Invalid(format!(
+                "{first}: not an executable file (no execute permission, or a directory)"
+            )));
+        }
         return Err(TraceError::CommandNotFound(first.clone()));
     }
     Ok(())
