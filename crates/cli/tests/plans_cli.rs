@@ -289,5 +289,15 @@ fn a_slurm_dir_that_is_a_file_is_refused_before_the_script_is_written() {
             assert!(o.stdout.is_empty(), "{args:?} printed a script");
             assert!(!d.join("submit.sh").exists(), "{args:?} wrote its script");
         }
+        // A --dir not made yet, parents too, is the script's to make (mkdir -p) when it runs.
+        let args = [command, &["--dir", "scratch/run1", "-o", "submit.sh"]].concat();
+        assert!(smtsched(d, &args).status.success(), "{args:?}");
+        let script = std::fs::read_to_string(d.join("submit.sh")).unwrap();
+        assert!(script.contains("mkdir -p"), "{script}");
+        assert!(
+            !d.join("scratch").exists(),
+            "{args:?} made its --dir before it runs"
+        );
+        std::fs::remove_file(d.join("submit.sh")).unwrap();
     }
 }

@@ -405,3 +405,27 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
         .collect();
     assert_eq!(left, ["afile"], "nothing made");
 }
+
+#[test]
+fn a_signal_the_caller_ignores_stays_ignored_while_the_report_is_put_in_place() {
+    // A background job of a script, or `trap '' TERM`, starts the command with SIGTERM ignored:
+    // holding signals back around the report's writes must not turn that into "terminate".
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "trap '' TERM; exec strace -f -o /dev/null -e inject=rename:signal=SIGTERM:when=2 '{}' \
+         reproduce all --only thesis-http --max-repetitions 2 -o rep",
+        env!("CARGO_BIN_EXE_smtsched")
+    );
+    let out = Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(dir.path().join("rep/report.json").is_file());
+}

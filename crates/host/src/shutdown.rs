@@ -62,30 +62,68 @@ pub fn signals_handled_by_command() {
 /// installed, `f` runs unprotected, as before.
 pub fn deferring_signals<T>(f: impl FnOnce() -> T) -> T {
     DEFERRAL_INSTALLED.get_or_init(install_deferral);
-    DEFERRING.fetch_add(1, Ordering::SeqCst);
-    let out = f();
-    if DEFERRING.fetch_sub(1, Ordering::SeqCst) == 1 {
-        let sig = PENDING.swap(0, Ordering::SeqCst);
-        if sig != 0 && !HANDLED_BY_COMMAND.load(Ordering::SeqCst) {
-            let _ = signal_hook::low_level::emulate_default_handler(sig);
-        }
-    }
-    out
+    let _held = HeldBack::enter();
+    f()
 }
 
+/// One caller inside [`deferring_signals`]; leaving (also by a panic) acts on a held signal.
+struct HeldBack;
+
+impl HeldBack {
+    fn enter() -> HeldBack {
+        DEFERRING.fetch_add(1, Ordering::SeqCst);
+        HeldBack
+    }
+}
+
+impl Drop for HeldBack {
+    fn drop(&mut self) {
+        if DEFERRING.fetch_sub(1, Ordering::SeqCst) == 1 {
+            act_on_pending();
+        }
+    }
+}
+
+/// Ends the process by the held-back signal, if there is one and no command handles it.
+fn act_on_pending() {
+    let sig = PENDING.swap(0, Ordering::SeqCst);
+    if sig != 0 && !HANDLED_BY_COMMAND.load(Ordering::SeqCst) {
+        let _ = signal_hook::low_level::emulate_default_handler(sig);
+    }
+}
+
+/// Registers the handler for SIGINT and SIGTERM, except one the process was started ignoring
+/// (`trap '' INT`, a background job of a script): that stays ignored.
 fn install_deferral() -> bool {
     [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM]
         .into_iter()
+        .filter(|&sig| !ignored(sig))
         .all(|sig| {
             let action = move || {
-                if DEFERRING.load(Ordering::SeqCst) > 0 {
-                    PENDING.store(sig, Ordering::SeqCst);
-                } else if !HANDLED_BY_COMMAND.load(Ordering::SeqCst) {
-                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                if DEFERRING.load(Ordering::SeqCst) == 0 {
+                    if !HANDLED_BY_COMMAND.load(Ordering::SeqCst) {
+                        let _ = signal_hook::low_level::emulate_default_handler(sig);
+                    }
+                    return;
+                }
+                PENDING.store(sig, Ordering::SeqCst);
+                // The last writer may have left between the check and the store, without
+                // seeing the signal: then it is acted on here.
+                if DEFERRING.load(Ordering::SeqCst) == 0 {
+                    act_on_pending();
                 }
             };
             // SAFETY: the action only touches atomics and calls emulate_default_handler, which
             // signal-hook documents for use in a handler (it resets the default and re-raises).
             unsafe { signal_hook::low_level::register(sig, action) }.is_ok()
         })
+}
+
+/// Whether `sig`'s disposition is "ignore".
+fn ignored(sig: i32) -> bool {
+    // SAFETY: sigaction with a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
 }

@@ -1,8 +1,8 @@
 //! Slurm submissions (`sweep slurm`, `reproduce all --slurm`): a script that submits the shards
 //! as a job array and a merge job after them, each running this executable.
 
-use super::output::check_output_dir;
 use super::{check_outputs, out, write_file};
+use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use smtsched_experiments::slurm::{submit_script, SlurmPlan};
 use std::path::{Path, PathBuf};
@@ -37,7 +37,13 @@ impl Submission {
         merge_output: &'static str,
         output: Option<PathBuf>,
     ) -> Result<Self> {
-        check_output_dir(dir, "--dir")?;
+        // The script makes --dir (mkdir -p) when it runs: only a file in its place is wrong now.
+        if dir.exists() && !dir.is_dir() {
+            return Err(bad_input(format!(
+                "--dir {}: not a directory",
+                dir.display()
+            )));
+        }
         check_outputs([output.as_deref()])?;
         let exe = executable()?;
         let command = |args: Vec<String>| [vec![exe.clone()], args].concat();
