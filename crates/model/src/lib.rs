@@ -29,3 +29,9 @@ pub use loader::{Override, Preset, Source};
 pub use machine::*;
 pub use matrix::{PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT};
 pub use workload::*;
+
+/// The first item of `items` equal to an earlier one, with its index (a list that names
+/// something twice: workloads of a matrix, experiments of a run).
+pub fn first_repeat<T: PartialEq>(items: &[T]) -> Option<(usize, &T)> {
+    (1..items.len()).find_map(|i| items[..i].contains(&items[i]).then_some((i, &items[i])))
+}

@@ -160,10 +160,7 @@ impl PrMatrix {
                 self.solo.len()
             ));
         }
-        if let Some((i, w)) = (1..n).find_map(|i| {
-            let w = &self.workloads[i];
-            self.workloads[..i].contains(w).then_some((i, w))
-        }) {
+        if let Some((i, w)) = crate::first_repeat(&self.workloads) {
             return bad(format!(
                 "workloads[{i}] = {w:?}: named twice (a matrix is looked up by workload name)"
             ));

@@ -28,15 +28,13 @@ impl Plan for MatrixPlan {
         let machine = a.sim.machine.load()?;
         let workloads = workloads(&workload_names(&a.workloads)?)?;
         // A matrix is looked up by workload name, and every workload's self-pair is in it.
-        for (i, w) in workloads.iter().enumerate() {
-            if workloads[..i].iter().any(|v| v.name() == w.name()) {
-                return Err(bad_input(format!(
-                    "--workloads {:?}: {} is named twice (a matrix has each workload once; its \
-                     pair with itself is measured too)",
-                    a.workloads,
-                    w.name()
-                )));
-            }
+        let names: Vec<&str> = workloads.iter().map(|w| w.name()).collect();
+        if let Some((_, name)) = smtsched_model::first_repeat(&names) {
+            return Err(bad_input(format!(
+                "--workloads {:?}: {name} is named twice (a matrix has each workload once; its \
+                 pair with itself is measured too)",
+                a.workloads
+            )));
         }
         let protocol = protocol(&a.sim, &machine, a.rounds)?;
         let files = MatrixFiles::checked(a.files)?;

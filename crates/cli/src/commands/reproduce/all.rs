@@ -50,14 +50,9 @@ impl AllPlan {
             Some(list) => list.split(',').map(|n| n.trim().to_string()).collect(),
             None => EXPERIMENTS.iter().map(|p| p.name.to_string()).collect(),
         };
-        if let Some(twice) = names
-            .iter()
-            .enumerate()
-            .find(|(i, n)| names[..*i].contains(n))
-        {
+        if let Some((_, twice)) = smtsched_model::first_repeat(&names) {
             return Err(bad_input(format!(
-                "--only: {} is named twice (its claims would count twice)",
-                twice.1
+                "--only: {twice} is named twice (its claims would count twice)"
             )));
         }
         let experiments = names
