@@ -790,3 +790,46 @@ fn an_interrupted_crosscheck_keeps_the_whole_trace_it_was_asked_to_keep() {
     let o = smtsched(dir.path(), &["trace", "info", "kept.smtt"]);
     assert!(o.status.success(), "the kept trace reads back whole");
 }
+
+#[test]
+fn a_crosscheck_killed_by_sigkill_has_its_work_directory_removed_by_the_next_start() {
+    // SIGKILL leaves the temporary directory (and the trace in it); the next crosscheck removes
+    // it, as its process is gone, and leaves a live one's alone.
+    assert!(have_valgrind(), "valgrind is needed");
+    let tmp = tempfile::tempdir().unwrap();
+    let marker = format!("1.5{}7", std::process::id());
+    let mut h = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(["trace", "crosscheck", "--", "sleep", &marker])
+        .env("TMPDIR", tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !running_under(&marker, "lackey") {
+        assert!(std::time::Instant::now() < deadline, "lackey never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    h.kill().unwrap();
+    h.wait().unwrap();
+    let killed = format!("smtsched-crosscheck-{}", h.id());
+    assert_eq!(
+        names_in(tmp.path()),
+        [killed.clone()],
+        "what SIGKILL leaves"
+    );
+    // A directory of a live process (this test's) stays.
+    let live = format!("smtsched-crosscheck-{}", std::process::id());
+    std::fs::create_dir(tmp.path().join(&live)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(["trace", "crosscheck", "--", "true"])
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(names_in(tmp.path()), [live]);
+    assert!(
+        util::gone_within(&marker, std::time::Duration::from_secs(5)),
+        "valgrind or the program outlived the SIGKILL"
+    );
+}

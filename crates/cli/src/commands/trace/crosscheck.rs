@@ -33,8 +33,8 @@ impl CrosscheckPlan {
         let trace_path = match self.keep {
             Some(p) => p,
             None => {
-                let dir = std::env::temp_dir()
-                    .join(format!("smtsched-crosscheck-{}", std::process::id()));
+                remove_stale_work_dirs();
+                let dir = std::env::temp_dir().join(format!("{WORK_DIR}{}", std::process::id()));
                 std::fs::create_dir_all(&dir)?;
                 _cleanup = RemoveOnDrop(dir.clone());
                 dir.join("crosscheck.smtt")
@@ -122,6 +122,27 @@ fn misses_table(cg: &CachegrindCounts, replica: &CachegrindCounts, sim: &Simulat
         pct(sim.ll_misses, cg.ilmr + cg.ll_data_misses()),
     ]);
     t
+}
+
+/// The prefix of a crosscheck's temporary directory, which its process id completes.
+const WORK_DIR: &str = "smtsched-crosscheck-";
+
+/// Removes the temporary directories of crosschecks that were killed (SIGKILL gives them no
+/// chance to): those whose process no longer exists. A live process's is left alone.
+fn remove_stale_work_dirs() {
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|n| n.strip_prefix(WORK_DIR));
+        if pid.is_some_and(|p| {
+            p.parse::<u32>().is_ok() && !std::path::Path::new("/proc").join(p).exists()
+        }) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// Removes a temporary directory when the command ends, however it ends.
