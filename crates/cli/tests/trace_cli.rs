@@ -813,11 +813,7 @@ fn a_crosscheck_killed_by_sigkill_has_its_work_directory_removed_by_the_next_sta
     h.kill().unwrap();
     h.wait().unwrap();
     let killed = format!("smtsched-crosscheck-{}", h.id());
-    assert_eq!(
-        names_in(tmp.path()),
-        [killed.clone()],
-        "what SIGKILL leaves"
-    );
+    assert_eq!(names_in(tmp.path()), [killed], "what SIGKILL leaves");
     // A directory of a live process (this test's) stays.
     let live = format!("smtsched-crosscheck-{}", std::process::id());
     std::fs::create_dir(tmp.path().join(&live)).unwrap();
