@@ -1115,7 +1115,12 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
 struct MissBuffers {
     /// (issue, complete, context); unordered.
     entries: Vec<(f64, f64, usize)>,
+    /// Completion times of the buffers busy at a request (reused, not reallocated).
+    busy: Vec<f64>,
 }
+
+/// Busy buffers a request looks at, at most (more than any core has).
+const MISS_BUFFERS_SEEN: usize = 64;
 
 impl MissBuffers {
     /// The earliest time at or after `t` at which fewer than `limit` buffers are busy, counting
@@ -1124,20 +1129,26 @@ impl MissBuffers {
     /// misses complete by then are forgotten.
     fn free_at(&mut self, t: f64, owner: Option<usize>, limit: usize, horizon: f64) -> f64 {
         self.entries.retain(|&(_, done, _)| done > horizon);
-        let mut busy: [f64; 64] = [0.0; 64];
-        let mut n = 0;
-        for &(issue, done, ctx) in &self.entries {
-            if issue <= t && t < done && owner.is_none_or(|o| o == ctx) && n < busy.len() {
-                busy[n] = done;
-                n += 1;
-            }
-        }
+        self.busy.clear();
+        self.busy.extend(
+            self.entries
+                .iter()
+                .filter(|&&(issue, done, ctx)| {
+                    issue <= t && t < done && owner.is_none_or(|o| o == ctx)
+                })
+                .map(|&(_, done, _)| done)
+                .take(MISS_BUFFERS_SEEN),
+        );
+        let n = self.busy.len();
         if n < limit {
             return t;
         }
-        let busy = &mut busy[..n];
-        busy.sort_unstable_by(f64::total_cmp);
-        busy[n - limit]
+        // The buffer that frees the (n - limit + 1)-th: the first moment fewer than `limit` are
+        // busy.
+        *self
+            .busy
+            .select_nth_unstable_by(n - limit, f64::total_cmp)
+            .1
     }
 
     fn add(&mut self, issue: f64, complete: f64, ctx: usize) {
@@ -1314,4 +1325,27 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
         }
     }
     core.cycle = now;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_miss_waits_for_the_buffer_that_frees_first_enough_room() {
+        let mut b = MissBuffers::default();
+        // Three misses in flight at t = 5, completing at 30, 10 and 20; one of context 1.
+        for (issue, done, ctx) in [(0.0, 30.0, 0), (1.0, 10.0, 0), (2.0, 20.0, 1)] {
+            b.add(issue, done, ctx);
+        }
+        // Two buffers shared: fewer than two are busy once two misses complete, at 20.
+        assert_eq!(b.free_at(5.0, None, 2, 0.0), 20.0);
+        // Four shared: one is free now.
+        assert_eq!(b.free_at(5.0, None, 4, 0.0), 5.0);
+        // Two per context: context 0's two misses hold its share until the first completes (10).
+        assert_eq!(b.free_at(5.0, Some(0), 2, 0.0), 10.0);
+        // Misses complete by the horizon are forgotten: at 25 only the one ending at 30 is busy.
+        assert_eq!(b.free_at(25.0, None, 1, 21.0), 30.0);
+        assert_eq!(b.entries.len(), 1);
+    }
 }

@@ -93,6 +93,8 @@ struct Bus {
     busy_cycles: f64,
 }
 
+/// Intervals a search looks at from the end before it bisects.
+const BUS_SCAN_FROM_END: usize = 4;
 /// Intervals ending this long before a request are forgotten (requests never arrive that late).
 const BUS_HISTORY_CYCLES: f64 = 50_000.0;
 
@@ -104,10 +106,18 @@ impl Bus {
         self.partition_point(|&(_, b)| b <= now)
     }
 
-    /// `VecDeque::partition_point` over the deque's two slices (inlined here, where the deque's
-    /// own was not).
+    /// `VecDeque::partition_point` over the deque's two slices. Requests come at about the
+    /// latest times booked, so the point is usually among the last few intervals: those are
+    /// looked at first, from the end.
     #[inline]
     fn partition_point(&self, pred: impl Fn(&(f64, f64)) -> bool) -> usize {
+        let mut i = self.busy.len();
+        for _ in 0..BUS_SCAN_FROM_END {
+            match self.busy.get(i.wrapping_sub(1)) {
+                Some(iv) if !pred(iv) => i -= 1,
+                _ => return i,
+            }
+        }
         let (front, back) = self.busy.as_slices();
         let i = front.partition_point(&pred);
         if i < front.len() {
@@ -760,6 +770,37 @@ mod tests {
         assert_eq!(b.transfer(0.0, 10), 10.0);
         assert_eq!(b.transfer(5.0, 10), 20.0);
         assert_eq!(b.busy.len(), 1, "adjacent transfers merge: {:?}", b.busy);
+    }
+
+    #[test]
+    fn a_request_far_behind_the_latest_bookings_finds_its_gap() {
+        // Ten transfers of 10 cycles, 100 apart: [0, 10), [100, 110), … [900, 910). A request
+        // behind more of them than the search looks at from the end still finds its place.
+        let mut b = bus();
+        for i in 0..10 {
+            assert_eq!(b.transfer(i as f64 * 100.0, 10), i as f64 * 100.0);
+        }
+        assert_eq!(
+            b.transfer(5.0, 10),
+            10.0,
+            "after [0, 10), which it overlaps"
+        );
+        assert_eq!(
+            b.transfer(450.0, 10),
+            450.0,
+            "in the gap between 410 and 500"
+        );
+        assert_eq!(
+            b.transfer(495.0, 10),
+            510.0,
+            "[495, 505) overlaps [500, 510)"
+        );
+        assert_eq!(
+            b.busy.len(),
+            11,
+            "[0, 20) and [500, 520) merged: {:?}",
+            b.busy
+        );
     }
 
     #[test]
