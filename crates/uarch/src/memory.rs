@@ -213,11 +213,12 @@ impl Prefetcher {
     /// A demand access to `line` that missed or hit; returns the lines to prefetch.
     fn observe(&mut self, line: u64, missed: bool, out: &mut Vec<u64>) {
         self.clock += 1;
-        // Lines of one 128-byte sector pair count as in sequence too.
+        // Lines of one 128-byte sector pair count as in sequence too: `line` within one of
+        // `next` (line numbers are below 2^58, so the wrapping difference cannot alias).
         if let Some(s) = self
             .streams
             .iter_mut()
-            .find(|s| line >= s.next.saturating_sub(1) && line <= s.next + 1)
+            .find(|s| line.wrapping_sub(s.next).wrapping_add(1) <= 2)
         {
             s.next = line + 1;
             s.last_use = self.clock;
