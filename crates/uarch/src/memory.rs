@@ -214,7 +214,8 @@ impl Prefetcher {
     fn observe(&mut self, line: u64, missed: bool, out: &mut Vec<u64>) {
         self.clock += 1;
         // Lines of one 128-byte sector pair count as in sequence too: `line` within one of
-        // `next` (line numbers are below 2^58, so the wrapping difference cannot alias).
+        // `next`, in one comparison (it differs from the two only where a line number wraps
+        // round 2^64; no address maps to line 0 or 2^64 - 1).
         if let Some(s) = self
             .streams
             .iter_mut()
