@@ -141,6 +141,7 @@ fn untimed(path: &Path) -> serde_json::Value {
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     v.as_object_mut().unwrap().remove("seconds");
+    v.as_object_mut().unwrap().remove("wall_seconds");
     for e in v["experiments"].as_array_mut().unwrap() {
         e.as_object_mut().unwrap().remove("seconds");
     }
@@ -187,6 +188,18 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
     assert_eq!(
         untimed(&d.join("merged/report.json")),
         untimed(&d.join("whole/report.json"))
+    );
+    // One run knows its wall time; merged shards, which ran apart, have none to claim.
+    let json = |dir: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(d.join(dir).join("report.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    };
+    assert!(json("whole")["wall_seconds"].as_f64().unwrap() > 0.0);
+    assert!(json("merged")["wall_seconds"].is_null());
+    let md = std::fs::read_to_string(d.join("merged/report.md")).unwrap();
+    assert!(
+        md.contains("(merged shards: the experiments' own times add up to"),
+        "{md}"
     );
     // Shards of another run (another seed), a missing shard or one given twice never merge.
     run(&["--seed", "2", "--shard", "2/2", "-o", "t2.json"]);

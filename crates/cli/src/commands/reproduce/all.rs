@@ -81,7 +81,7 @@ impl AllPlan {
                 seed,
                 outcomes,
                 dir,
-            } => finish(seed, &outcomes, dir.as_deref()),
+            } => finish(seed, &outcomes, None, dir.as_deref()),
             AllPlan::Slurm(s) => s.write(),
         }
     }
@@ -178,17 +178,19 @@ impl RunAll {
             .enumerate()
             .map(|(n, (i, e))| (n, i, e))
             .collect();
+        let started = std::time::Instant::now();
         let outcomes = run_side_by_side(mine, total, &self.options)?;
+        let wall = Some(started.elapsed().as_secs_f64());
         match (self.shard, self.output) {
             (Some(s), Some(f)) => {
                 let file = SuiteShard::new(self.suite, s, outcomes);
                 write_file(&f, (serde_json::to_string(&file)? + "\n").as_bytes())?;
                 let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
-                out(&summary_table(&report(self.options.seed, &done)))
+                out(&summary_table(&report(self.options.seed, &done, wall)))
             }
             (_, output) => {
                 let done: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
-                finish(self.options.seed, &done, output.as_deref())
+                finish(self.options.seed, &done, wall, output.as_deref())
             }
         }
     }
@@ -204,7 +206,6 @@ fn run_side_by_side(
     options: &RunOptions,
 ) -> Result<Vec<(usize, Outcome)>> {
     let multi = indicatif::MultiProgress::new();
-    let started = std::time::Instant::now();
     let outcomes: Vec<(usize, Outcome)> = mine
         .into_par_iter()
         .with_max_len(1)
@@ -222,17 +223,18 @@ fn run_side_by_side(
             Ok((i, o))
         })
         .collect::<Result<_>>()?;
-    eprintln!(
-        "{} experiment(s) in {:.1} s",
-        outcomes.len(),
-        started.elapsed().as_secs_f64()
-    );
     Ok(outcomes)
 }
 
-/// The report of `outcomes`: written into `dir` if given, and its summary printed.
-fn finish(seed: u64, outcomes: &[Outcome], dir: Option<&Path>) -> Result<()> {
-    let r = report(seed, outcomes);
+/// The report of `outcomes` (run in `wall_seconds` if run together): written into `dir` if
+/// given, and its summary printed.
+fn finish(
+    seed: u64,
+    outcomes: &[Outcome],
+    wall_seconds: Option<f64>,
+    dir: Option<&Path>,
+) -> Result<()> {
+    let r = report(seed, outcomes, wall_seconds);
     if let Some(d) = dir {
         make_output_dir(d, "-o")?;
         write_report(d, &r, outcomes)?;

@@ -24,7 +24,10 @@ pub struct Report<'a> {
     format: &'static str,
     version: &'static str,
     seed: u64,
+    /// The experiments' own times added up (they run side by side, so more than the wall time).
     seconds: f64,
+    /// The run's wall-clock time; `None` for merged shards, which ran apart.
+    wall_seconds: Option<f64>,
     counts: Counts,
     experiments: Vec<ExperimentReport<'a>>,
 }
@@ -40,8 +43,8 @@ struct ExperimentReport<'a> {
     result: &'a serde_json::Value,
 }
 
-/// The report of `outcomes` (run from `seed` on).
-pub fn report(seed: u64, outcomes: &[Outcome]) -> Report<'_> {
+/// The report of `outcomes` (run from `seed` on, in `wall_seconds` if run together).
+pub fn report(seed: u64, outcomes: &[Outcome], wall_seconds: Option<f64>) -> Report<'_> {
     let count = |v: Verdict| {
         outcomes
             .iter()
@@ -55,6 +58,7 @@ pub fn report(seed: u64, outcomes: &[Outcome]) -> Report<'_> {
         seed,
         // From +0: an empty float sum is -0, printed "-0 s" for an empty shard.
         seconds: outcomes.iter().fold(0.0, |s, o| s + o.seconds),
+        wall_seconds,
         counts: Counts {
             holds: count(Verdict::Holds),
             does_not_hold: count(Verdict::DoesNotHold),
@@ -119,21 +123,41 @@ pub fn summary_table(r: &Report) -> String {
         ]);
     }
     format!(
-        "{} claims: {} hold, {} do not hold, {} inconclusive ({:.0} s)\n\n{}",
+        "{} claims: {} hold, {} do not hold, {} inconclusive ({})\n\n{}",
         r.counts.holds + r.counts.does_not_hold + r.counts.inconclusive,
         r.counts.holds,
         r.counts.does_not_hold,
         r.counts.inconclusive,
-        r.seconds,
+        time_taken(r),
         t.render()
     )
 }
 
+/// How long the run took: its wall time if it ran as one, and the experiments' own times
+/// added up (each experiment's is its wall time beside the others).
+fn time_taken(r: &Report) -> String {
+    match r.wall_seconds {
+        Some(w) => format!(
+            "{w:.0} s; the experiments' own times, side by side, add up to {:.0} s",
+            r.seconds
+        ),
+        None => format!(
+            "merged shards: the experiments' own times add up to {:.0} s",
+            r.seconds
+        ),
+    }
+}
+
 fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
     let mut md = format!(
-        "# smtsched reproduce all\n\nsmtsched {}, seed {}, {:.0} s. Claims: **{} hold**, **{} do \
+        "# smtsched reproduce all\n\nsmtsched {}, seed {} ({}). Claims: **{} hold**, **{} do \
          not hold**, **{} inconclusive**.\n\n",
-        r.version, r.seed, r.seconds, r.counts.holds, r.counts.does_not_hold, r.counts.inconclusive
+        r.version,
+        r.seed,
+        time_taken(r),
+        r.counts.holds,
+        r.counts.does_not_hold,
+        r.counts.inconclusive
     );
     for o in outcomes {
         md.push_str(&format!(
@@ -168,11 +192,11 @@ fn verdict_class(v: Verdict) -> &'static str {
 fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
     let mut body = format!(
         "<h1>smtsched: what of the seed papers reproduces</h1>\n<p class=\"meta\">smtsched {} · \
-         seed {} · {:.0} s</p>\n<p class=\"counts\"><span class=\"holds\">{} hold</span> \
+         seed {} · {}</p>\n<p class=\"counts\"><span class=\"holds\">{} hold</span> \
          <span class=\"fails\">{} do not hold</span> <span class=\"open\">{} inconclusive</span></p>\n<nav><ul>\n",
         esc(r.version),
         r.seed,
-        r.seconds,
+        esc(&time_taken(r)),
         r.counts.holds,
         r.counts.does_not_hold,
         r.counts.inconclusive
