@@ -714,6 +714,15 @@ fn running_under(marker: &str, tool: &str) -> bool {
     })
 }
 
+/// Waits (up to 30 s) until valgrind's `tool` runs the program named by `marker`.
+fn wait_until_running_under(marker: &str, tool: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !running_under(marker, tool) {
+        assert!(std::time::Instant::now() < deadline, "{tool} never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// SIGINT or SIGTERM while lackey records or while cachegrind runs: valgrind and the program are
 /// stopped, the command says it was interrupted (exit 1, as every command that stops its
 /// children does) and leaves nothing in TMPDIR.
@@ -737,11 +746,7 @@ fn crosscheck_stops_on_sigint_and_sigterm_in_either_valgrind_run() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !running_under(&marker, tool) {
-            assert!(std::time::Instant::now() < deadline, "{tool} never ran");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        wait_until_running_under(&marker, tool);
         let (status, err, took) = util::signal_and_wait(&mut h, sig);
         assert!(took.as_secs() < 5, "took {took:?}");
         assert_eq!(status.code(), Some(1), "{tool} {sig}: {err}");
@@ -778,11 +783,7 @@ fn an_interrupted_crosscheck_keeps_the_whole_trace_it_was_asked_to_keep() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !running_under(&marker, "cachegrind") {
-        assert!(std::time::Instant::now() < deadline, "cachegrind never ran");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until_running_under(&marker, "cachegrind");
     let (status, err, _) = util::signal_and_wait(&mut h, libc::SIGINT);
     assert_eq!(status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -805,11 +806,7 @@ fn a_crosscheck_killed_by_sigkill_has_its_work_directory_removed_by_the_next_sta
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !running_under(&marker, "lackey") {
-        assert!(std::time::Instant::now() < deadline, "lackey never ran");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    wait_until_running_under(&marker, "lackey");
     h.kill().unwrap();
     h.wait().unwrap();
     let killed = format!("smtsched-crosscheck-{}", h.id());

@@ -1143,8 +1143,7 @@ impl MissBuffers {
         if n < limit {
             return t;
         }
-        // The buffer that frees the (n - limit + 1)-th: the first moment fewer than `limit` are
-        // busy.
+        // The (n - limit + 1)-th completion: from then on fewer than `limit` are busy.
         *self
             .busy
             .select_nth_unstable_by(n - limit, f64::total_cmp)
