@@ -142,10 +142,24 @@ fn untimed(path: &Path) -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     v.as_object_mut().unwrap().remove("seconds");
     v.as_object_mut().unwrap().remove("wall_seconds");
+    v.as_object_mut().unwrap().remove("cpu_seconds");
     for e in v["experiments"].as_array_mut().unwrap() {
         e.as_object_mut().unwrap().remove("seconds");
+        e.as_object_mut().unwrap().remove("cpu_seconds");
     }
     v
+}
+
+/// User and system CPU time of this process's finished children, from the kernel.
+fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) },
+        0
+    );
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(ru.ru_utime) + secs(ru.ru_stime)
 }
 
 #[test]
@@ -159,7 +173,9 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
         let o = smtsched(d, &args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
+    let before = children_cpu_seconds();
     run(&["-o", "whole"]);
+    let used = children_cpu_seconds() - before;
     run(&["--shard", "2/2", "-o", "s2.json"]);
     run(&["--shard", "1/2", "-o", "s1.json"]);
     // Shard 1 of 2 took experiments 1 and 3, shard 2 experiment 2.
@@ -196,6 +212,20 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
     };
     assert!(json("whole")["wall_seconds"].as_f64().unwrap() > 0.0);
     assert!(json("merged")["wall_seconds"].is_null());
+    // Each experiment's CPU time is its own threads': more than none, adding up to the total,
+    // which is no more than the kernel counted for the run (and for whatever other test's
+    // children ended meanwhile).
+    let whole = json("whole");
+    let cpu: Vec<f64> = whole["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["cpu_seconds"].as_f64().unwrap())
+        .collect();
+    assert!(cpu.iter().all(|&c| c > 0.0), "{cpu:?}");
+    let total = whole["cpu_seconds"].as_f64().unwrap();
+    assert!((total - cpu.iter().sum::<f64>()).abs() < 1e-6 * total);
+    assert!(total <= used + 0.01, "{total} CPU s reported, {used} used");
     let md = std::fs::read_to_string(d.join("merged/report.md")).unwrap();
     assert!(
         md.contains("(merged shards: the experiments' own times add up to"),

@@ -93,7 +93,12 @@ pub struct Outcome {
     pub claims: Vec<ClaimOutcome>,
     /// (caption, SVG).
     pub figures: Vec<(String, String)>,
+    /// Wall-clock time from start to end (beside whatever else ran then).
     pub seconds: f64,
+    /// CPU time its own threads used ([`run_on_own_threads`]); `None` when it ran on a shared
+    /// pool, where its threads also ran other work.
+    #[serde(default)]
+    pub cpu_seconds: Option<f64>,
 }
 
 /// A claim as a report shows it.
@@ -147,7 +152,39 @@ pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcom
         claims: k.claims,
         figures: k.figures,
         seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: None,
     })
+}
+
+/// [`run`] on a thread pool of `threads` threads of its own, so that the CPU time those threads
+/// use is the experiment's, whatever runs beside it; the outcome gives it.
+pub fn run_on_own_threads(
+    e: Experiment,
+    o: &RunOptions,
+    p: &dyn Progress,
+    threads: usize,
+) -> Result<Outcome, RunError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("experiment-{i}"))
+        .build()
+        .map_err(|e| RunError::Bad(format!("cannot start {threads} threads: {e}")))?;
+    let mut outcome = pool.install(|| run(e, o, p))?;
+    // Each pool thread's CPU time since it started: only this experiment ran on them.
+    let per_thread: Vec<Option<f64>> = pool.broadcast(|_| thread_cpu_seconds());
+    outcome.cpu_seconds = per_thread.into_iter().sum();
+    Ok(outcome)
+}
+
+/// CPU time the calling thread has used, if the clock can be read.
+fn thread_cpu_seconds() -> Option<f64> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec it is given.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    ok.then_some(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
 }
 
 /// The experiment's machine with its `set` overrides.

@@ -10,12 +10,13 @@ use super::run_options;
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
-use rayon::prelude::*;
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
-use smtsched_experiments::run::{Outcome, RunOptions};
+use smtsched_experiments::run::{run_on_own_threads, Outcome, RunOptions};
 use smtsched_experiments::shards::Shard;
 use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 pub enum AllPlan {
     /// Run the experiments (all, or a shard of them).
@@ -198,32 +199,68 @@ impl RunAll {
 
 /// Experiments run side by side, as many as the host has cores: most have serial stretches
 /// (one seed's scheduler run, a merge of samples) that another experiment's work fills. Each
-/// experiment's result does not depend on what runs beside it; they are kept in order, each with
-/// its index in the suite.
+/// runs on threads of its own, so that the CPU time it reports is its own (on one shared pool a
+/// thread waiting for its experiment's parallel part runs another experiment's work, and the
+/// first experiment's time would include it). Each experiment's result does not depend on what
+/// runs beside it; they are kept in order, each with its index in the suite. After a failure no
+/// further experiment starts.
 fn run_side_by_side(
     mine: Vec<(usize, usize, Experiment)>,
     total: usize,
     options: &RunOptions,
 ) -> Result<Vec<(usize, Outcome)>> {
     let multi = indicatif::MultiProgress::new();
-    let outcomes: Vec<(usize, Outcome)> = mine
-        .into_par_iter()
-        .with_max_len(1)
-        .map(|(n, i, e)| {
-            let bars = Bars::in_multi(&multi);
-            bars.say(&format!("[{}/{total}] {} ...", n + 1, e.name));
-            let o = smtsched_experiments::run::run(e, options, &bars)?;
-            bars.say(&format!(
-                "[{}/{total}] {}: {} claim(s), {:.1} s",
-                n + 1,
-                o.name,
-                o.claims.len(),
-                o.seconds
-            ));
-            Ok((i, o))
-        })
-        .collect::<Result<_>>()?;
+    let threads = rayon::current_num_threads();
+    let queue = Mutex::new(mine.into_iter());
+    let failed = AtomicBool::new(false);
+    let next = || {
+        let job = locked(&queue).next();
+        job.filter(|_| !failed.load(Ordering::SeqCst))
+    };
+    let results: Vec<Result<(usize, Outcome)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    while let Some((n, i, e)) = next() {
+                        let bars = Bars::in_multi(&multi);
+                        let r = run_one(e, &format!("[{}/{total}]", n + 1), options, &bars);
+                        failed.fetch_or(r.is_err(), Ordering::SeqCst);
+                        done.push(r.map(|o| (i, o)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("an experiment's worker panicked"))
+            .collect()
+    });
+    let mut outcomes = results.into_iter().collect::<Result<Vec<_>>>()?;
+    outcomes.sort_by_key(|(i, _)| *i);
     Ok(outcomes)
+}
+
+/// One experiment on as many threads of its own as the host pool has, announced as `place`
+/// when it starts and ends.
+fn run_one(e: Experiment, place: &str, options: &RunOptions, bars: &Bars) -> Result<Outcome> {
+    bars.say(&format!("{place} {} ...", e.name));
+    let o = run_on_own_threads(e, options, bars, rayon::current_num_threads())?;
+    let cpu = o
+        .cpu_seconds
+        .map_or(String::new(), |c| format!(" ({c:.1} CPU s)"));
+    bars.say(&format!(
+        "{place} {}: {} claim(s), {:.1} s{cpu}",
+        o.name,
+        o.claims.len(),
+        o.seconds
+    ));
+    Ok(o)
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The report of `outcomes` (run in `wall_seconds` if run together): written into `dir` if

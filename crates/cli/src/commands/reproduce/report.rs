@@ -26,6 +26,8 @@ pub struct Report<'a> {
     seed: u64,
     /// The experiments' own times added up (they run side by side, so more than the wall time).
     seconds: f64,
+    /// The CPU time the experiments' own threads used, added up; `None` if one did not say.
+    cpu_seconds: Option<f64>,
     /// The run's wall-clock time; `None` for merged shards, which ran apart.
     wall_seconds: Option<f64>,
     counts: Counts,
@@ -39,6 +41,7 @@ struct ExperimentReport<'a> {
     source: &'a str,
     machine: &'a str,
     seconds: f64,
+    cpu_seconds: Option<f64>,
     claims: &'a [ClaimOutcome],
     result: &'a serde_json::Value,
 }
@@ -58,6 +61,9 @@ pub fn report(seed: u64, outcomes: &[Outcome], wall_seconds: Option<f64>) -> Rep
         seed,
         // From +0: an empty float sum is -0, printed "-0 s" for an empty shard.
         seconds: outcomes.iter().fold(0.0, |s, o| s + o.seconds),
+        cpu_seconds: outcomes
+            .iter()
+            .try_fold(0.0, |s, o| o.cpu_seconds.map(|c| s + c)),
         wall_seconds,
         counts: Counts {
             holds: count(Verdict::Holds),
@@ -72,6 +78,7 @@ pub fn report(seed: u64, outcomes: &[Outcome], wall_seconds: Option<f64>) -> Rep
                 source: &o.source,
                 machine: &o.machine,
                 seconds: o.seconds,
+                cpu_seconds: o.cpu_seconds,
                 claims: &o.claims,
                 result: &o.json,
             })
@@ -105,6 +112,7 @@ pub fn summary_table(r: &Report) -> String {
         "does not hold",
         "inconclusive",
         "seconds",
+        "CPU s",
     ]);
     for e in &r.experiments {
         let n = |v: Verdict| {
@@ -120,6 +128,7 @@ pub fn summary_table(r: &Report) -> String {
             n(Verdict::DoesNotHold),
             n(Verdict::Inconclusive),
             format!("{:.1}", e.seconds),
+            cpu(e.cpu_seconds),
         ]);
     }
     format!(
@@ -133,19 +142,28 @@ pub fn summary_table(r: &Report) -> String {
     )
 }
 
-/// How long the run took: its wall time if it ran as one, and the experiments' own times
-/// added up (each experiment's is its wall time beside the others).
+/// How long the run took: its wall time if it ran as one, the experiments' own times added up
+/// (each experiment's is its wall time beside the others), and the CPU time they used.
 fn time_taken(r: &Report) -> String {
+    let used = match r.cpu_seconds {
+        Some(c) => format!(", using {c:.0} CPU s"),
+        None => String::new(),
+    };
     match r.wall_seconds {
         Some(w) => format!(
-            "{w:.0} s; the experiments' own times, side by side, add up to {:.0} s",
+            "{w:.0} s; the experiments' own times, side by side, add up to {:.0} s{used}",
             r.seconds
         ),
         None => format!(
-            "merged shards: the experiments' own times add up to {:.0} s",
+            "merged shards: the experiments' own times add up to {:.0} s{used}",
             r.seconds
         ),
     }
+}
+
+/// An experiment's CPU time as a table shows it ("-" if unknown).
+fn cpu(seconds: Option<f64>) -> String {
+    seconds.map_or_else(|| "-".to_string(), |c| format!("{c:.1}"))
 }
 
 fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
@@ -161,8 +179,13 @@ fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
     );
     for o in outcomes {
         md.push_str(&format!(
-            "## {} — {}\n\nSource: {}. Machine {}, {:.1} s.\n\n",
-            o.name, o.title, o.source, o.machine, o.seconds
+            "## {} — {}\n\nSource: {}. Machine {}, {:.1} s ({} CPU s).\n\n",
+            o.name,
+            o.title,
+            o.source,
+            o.machine,
+            o.seconds,
+            cpu(o.cpu_seconds)
         ));
         for c in &o.claims {
             md.push_str(&format!("- {}\n", c.evidence));
@@ -212,13 +235,14 @@ fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
     for o in outcomes {
         body.push_str(&format!(
             "<section id=\"{}\">\n<h2>{}</h2>\n<p>{}</p>\n<p class=\"meta\">source: {} · \
-             machine {} · {:.1} s</p>\n",
+             machine {} · {:.1} s ({} CPU s)</p>\n",
             esc(&o.name),
             esc(&o.name),
             esc(&o.title),
             esc(&o.source),
             esc(&o.machine),
-            o.seconds
+            o.seconds,
+            cpu(o.cpu_seconds)
         ));
         if !o.claims.is_empty() {
             body.push_str("<ul class=\"claims\">\n");
