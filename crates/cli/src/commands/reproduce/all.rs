@@ -214,7 +214,7 @@ fn run_side_by_side(
     let queue = Mutex::new(mine.into_iter());
     let failed = AtomicBool::new(false);
     let next = || {
-        let job = locked(&queue).next();
+        let job = queue.lock().unwrap_or_else(|p| p.into_inner()).next();
         job.filter(|_| !failed.load(Ordering::SeqCst))
     };
     let results: Vec<Result<(usize, Outcome)>> = std::thread::scope(|scope| {
@@ -224,7 +224,8 @@ fn run_side_by_side(
                     let mut done = Vec::new();
                     while let Some((n, i, e)) = next() {
                         let bars = Bars::in_multi(&multi);
-                        let r = run_one(e, &format!("[{}/{total}]", n + 1), options, &bars);
+                        let place = format!("[{}/{total}]", n + 1);
+                        let r = run_one(e, &place, options, &bars, threads);
                         failed.fetch_or(r.is_err(), Ordering::SeqCst);
                         done.push(r.map(|o| (i, o)));
                     }
@@ -242,11 +243,16 @@ fn run_side_by_side(
     Ok(outcomes)
 }
 
-/// One experiment on as many threads of its own as the host pool has, announced as `place`
-/// when it starts and ends.
-fn run_one(e: Experiment, place: &str, options: &RunOptions, bars: &Bars) -> Result<Outcome> {
+/// One experiment on `threads` threads of its own, announced as `place` when it starts and ends.
+fn run_one(
+    e: Experiment,
+    place: &str,
+    options: &RunOptions,
+    bars: &Bars,
+    threads: usize,
+) -> Result<Outcome> {
     bars.say(&format!("{place} {} ...", e.name));
-    let o = run_on_own_threads(e, options, bars, rayon::current_num_threads())?;
+    let o = run_on_own_threads(e, options, bars, threads)?;
     let cpu = o
         .cpu_seconds
         .map_or(String::new(), |c| format!(" ({c:.1} CPU s)"));
@@ -257,10 +263,6 @@ fn run_one(e: Experiment, place: &str, options: &RunOptions, bars: &Bars) -> Res
         o.seconds
     ));
     Ok(o)
-}
-
-fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The report of `outcomes` (run in `wall_seconds` if run together): written into `dir` if

@@ -166,6 +166,11 @@ fn cpu(seconds: Option<f64>) -> String {
     seconds.map_or_else(|| "-".to_string(), |c| format!("{c:.1}"))
 }
 
+/// An experiment's wall and CPU time, as its heading shows them.
+fn took(o: &Outcome) -> String {
+    format!("{:.1} s ({} CPU s)", o.seconds, cpu(o.cpu_seconds))
+}
+
 fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
     let mut md = format!(
         "# smtsched reproduce all\n\nsmtsched {}, seed {} ({}). Claims: **{} hold**, **{} do \
@@ -179,13 +184,12 @@ fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
     );
     for o in outcomes {
         md.push_str(&format!(
-            "## {} — {}\n\nSource: {}. Machine {}, {:.1} s ({} CPU s).\n\n",
+            "## {} — {}\n\nSource: {}. Machine {}, {}.\n\n",
             o.name,
             o.title,
             o.source,
             o.machine,
-            o.seconds,
-            cpu(o.cpu_seconds)
+            took(o)
         ));
         for c in &o.claims {
             md.push_str(&format!("- {}\n", c.evidence));
@@ -235,14 +239,13 @@ fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
     for o in outcomes {
         body.push_str(&format!(
             "<section id=\"{}\">\n<h2>{}</h2>\n<p>{}</p>\n<p class=\"meta\">source: {} · \
-             machine {} · {:.1} s ({} CPU s)</p>\n",
+             machine {} · {}</p>\n",
             esc(&o.name),
             esc(&o.name),
             esc(&o.title),
             esc(&o.source),
             esc(&o.machine),
-            o.seconds,
-            cpu(o.cpu_seconds)
+            esc(&took(o))
         ));
         if !o.claims.is_empty() {
             body.push_str("<ul class=\"claims\">\n");
