@@ -206,6 +206,9 @@ struct Context {
     stalls_until: f64,
     /// In-order: the cycle the context can issue again.
     ready_at: f64,
+    /// In-order: the cycle up to which the running thread has been credited the cycles it lived
+    /// through (credited when something reads or changes what they count, not every cycle).
+    credited_until: f64,
     /// Next sampling time.
     next_sample: f64,
     /// Time at which `note_time` next has something to record (a sample or a window boundary).
@@ -241,6 +244,7 @@ impl Context {
             stall_next: 0,
             stalls_until: 0.0,
             ready_at: 0.0,
+            credited_until: 0.0,
             next_sample: 0.0,
             next_note: 0.0,
             phase: u16::MAX,
@@ -1171,57 +1175,72 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
     let fp_latency = spec.fp_latency_cycles as f64;
     let width = spec.issue_per_cycle;
     let mut now = core.cycle;
+    // The earliest time a busy context has something to record (see `note_time`).
+    let mut next_note = core
+        .contexts
+        .iter()
+        .filter(|c| !c.queue.is_empty())
+        .map(|c| c.next_note)
+        .fold(f64::INFINITY, f64::min);
     let mut steps = 0;
     while steps < TURN_STEPS && now <= turn.limit {
         steps += 1;
         let mut issued = 0;
-        let mut k = 0;
-        while k < n && issued < width {
-            // (rr_next + k) mod n, without a division: both are below n.
-            let ci = if core.rr_next + k >= n {
-                core.rr_next + k - n
-            } else {
-                core.rr_next + k
-            };
-            k += 1;
+        // Round-robin: the busy contexts from the first at or after `rr_next`, wrapping round,
+        // each once.
+        let busy = &core.busy;
+        let first = busy.partition_point(|&i| i < core.rr_next);
+        for j in first..first + busy.len() {
+            if issued == width {
+                break;
+            }
+            // (first + j) mod the busy count, without a division.
+            let ci = busy[if j >= busy.len() { j - busy.len() } else { j }];
             let ctx = &mut core.contexts[ci];
-            if ctx.queue.is_empty() || ctx.ready_at > now {
+            if ctx.ready_at > now {
                 continue;
             }
             ctx.now = now;
-            maybe_switch(ctx, &mut core.epoch, turn);
+            if ctx.now >= ctx.quantum_end {
+                credit_cycles(ctx, threads, now);
+                switch(ctx, &mut core.epoch, turn);
+            }
             if ctx.ready_at > now {
                 continue;
             }
             let t = &mut threads[ctx.thread().expect("active")];
-            let instr = match t.pending {
-                Some(i) => i,
-                None => {
-                    let i = t.source.next_instr();
-                    t.pending = Some(i);
-                    t.run_issued = 0;
+            if t.pending.is_none() {
+                let i = t.source.next_instr();
+                t.pending = Some(i);
+                t.run_issued = 0;
+                if i.kernel != t.kernel {
+                    // This cycle on counts in the new mode.
+                    credit_thread(t, &mut ctx.credited_until, now);
                     t.kernel = i.kernel;
-                    if i.entry {
-                        // The kernel entry's mode switch: the context waits, the others issue.
-                        t.counters.kernel_entries += 1;
-                        ctx.ready_at = now + core.mode_switch;
-                        t.counters.stall_cycles = t
-                            .counters
-                            .stall_cycles
-                            .saturating_add(core.mode_switch as u64);
-                        if core.mode_switch > 0.0 {
-                            continue;
-                        }
-                    }
-                    i
                 }
-            };
-            let in_run = t.run_issued < instr.run;
-            let (pc, last) = if in_run {
-                let pc = instr.run_pc + t.run_issued as u64 * instr.instr_bytes as u64;
-                (pc, pc + instr.instr_bytes.max(1) as u64 - 1)
-            } else {
-                (instr.pc, instr.last_byte())
+                if i.entry {
+                    // The kernel entry's mode switch: the context waits, the others issue.
+                    t.counters.kernel_entries += 1;
+                    ctx.ready_at = now + core.mode_switch;
+                    t.counters.stall_cycles = t
+                        .counters
+                        .stall_cycles
+                        .saturating_add(core.mode_switch as u64);
+                    if core.mode_switch > 0.0 {
+                        continue;
+                    }
+                }
+            }
+            // The next of the run's plain instructions, or the event that ends it (read in
+            // place: the instruction is copied out only when the event issues).
+            let (in_run, pc, last, run_fp) = {
+                let i = t.pending.as_ref().expect("an instruction to issue");
+                if t.run_issued < i.run {
+                    let pc = i.run_pc + t.run_issued as u64 * i.instr_bytes as u64;
+                    (true, pc, pc + i.instr_bytes.max(1) as u64 - 1, i.run_fp)
+                } else {
+                    (false, i.pc, i.last_byte(), 0)
+                }
             };
             // Fetch; a miss makes the context wait and it issues this instruction later.
             let fetched = ctx.fetch(t, mem, pc, last, now);
@@ -1238,12 +1257,13 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
             let mut ready = now + 1.0;
             if in_run {
                 // Plain instruction; the run's FP operations come first.
-                if t.run_issued < instr.run_fp {
+                if t.run_issued < run_fp {
                     t.counters.fp_ops += 1;
                     ready = ready.max(now + fp_latency);
                 }
                 t.run_issued += 1;
             } else {
+                let instr = t.pending.take().expect("an instruction to issue");
                 match instr.kind {
                     InstrKind::Load => {
                         t.counters.loads += 1;
@@ -1281,21 +1301,24 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                     }
                     InstrKind::Int => {}
                 }
-                t.pending = None;
             }
-            t.counters.stall_cycles = t
-                .counters
-                .stall_cycles
-                .saturating_add((ready - now - 1.0) as u64);
+            if ready > now + 1.0 {
+                t.counters.stall_cycles = t
+                    .counters
+                    .stall_cycles
+                    .saturating_add((ready - now - 1.0) as u64);
+            }
             t.counters.instructions += 1;
             if t.kernel {
                 t.counters.kernel_instructions += 1;
             }
             t.uops += 1.0;
             ctx.ready_at = ready;
-            t.note_progress(now + 1.0);
+            if t.counters.instructions >= t.next_boundary {
+                credit_thread(t, &mut ctx.credited_until, now);
+                t.cross_boundary(now + 1.0);
+            }
         }
-        let before = now;
         if issued > 0 {
             now += 1.0;
         } else {
@@ -1308,22 +1331,41 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 .fold(f64::INFINITY, f64::min);
             now = next.ceil().max(now + 1.0);
         }
-        // Every running thread lived through these cycles.
-        for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
-            ctx.now = now;
-            if let Some(s) = ctx.thread() {
-                let t = &mut threads[s];
-                t.counters.cycles += now - before;
-                if t.kernel {
-                    t.counters.kernel_cycles += now - before;
-                }
+        if now >= next_note {
+            next_note = f64::INFINITY;
+            for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
+                ctx.now = now;
+                credit_cycles(ctx, threads, now);
+                note_time(ctx, threads, turn.options);
+                next_note = next_note.min(ctx.next_note);
             }
         }
-        for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
-            note_time(ctx, threads, turn.options);
-        }
+    }
+    // Every running thread lived through the turn's cycles.
+    for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
+        ctx.now = now;
+        credit_cycles(ctx, threads, now);
     }
     core.cycle = now;
+}
+
+/// Credits the cycles an in-order context's running thread lived through since its last credit,
+/// up to `now`, in the mode it runs in. Cycles are whole numbers, so crediting them together
+/// sums exactly what crediting each would.
+fn credit_cycles(ctx: &mut Context, threads: &mut [SwThread], now: f64) {
+    match ctx.thread() {
+        Some(s) => credit_thread(&mut threads[s], &mut ctx.credited_until, now),
+        None => ctx.credited_until = now,
+    }
+}
+
+fn credit_thread(t: &mut SwThread, credited_until: &mut f64, now: f64) {
+    let lived = now - *credited_until;
+    t.counters.cycles += lived;
+    if t.kernel {
+        t.counters.kernel_cycles += lived;
+    }
+    *credited_until = now;
 }
 
 #[cfg(test)]

@@ -169,6 +169,25 @@ fn fine_grained_core_interleaves_ready_contexts() {
     assert!((core_ipc - 0.25).abs() / 0.25 < 0.05, "core IPC {core_ipc}");
 }
 
+
+#[test]
+fn a_two_wide_fine_grained_core_shares_its_slots_equally_round_robin() {
+    // Three CPI-1 threads on a core that issues two a cycle: six slots per three cycles, two for
+    // each thread (2/3 IPC each, 2.0 for the core). The round-robin once skipped the context after
+    // each issue: here the third never issued and the run never ended.
+    let m = machine("cmt-fedorova", &["core.issue_per_cycle=2"]);
+    let w = smtsched_model::load_workload("cpi-1", &[]).unwrap();
+    let r = together(
+        &m,
+        &[(&w, 0), (&w, 1), (&w, 2)],
+        &proto(50_000, 400_000),
+        Window::Instructions,
+    )
+    .unwrap();
+    for t in &r.threads {
+        assert!((t.ipc() - 2.0 / 3.0).abs() < 1e-3, "IPC {}", t.ipc());
+    }
+}
 #[test]
 fn sequential_sweep_over_twice_the_l1d_misses_on_every_line() {
     // 16 KB swept in 64-byte steps through an 8 KB LRU L1D: every access is a new line that was
