@@ -1186,6 +1186,8 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
     while steps < TURN_STEPS && now <= turn.limit {
         steps += 1;
         let mut issued = 0;
+        // The context that issued a plain instruction this cycle and is ready again the next.
+        let mut plain = None;
         // Round-robin: the busy contexts from the first at or after `rr_next`, wrapping round,
         // each once.
         let busy = &core.busy;
@@ -1262,6 +1264,9 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                     ready = ready.max(now + fp_latency);
                 }
                 t.run_issued += 1;
+                if ready == now + 1.0 {
+                    plain = Some(ci);
+                }
             } else {
                 let instr = t.pending.take().expect("an instruction to issue");
                 match instr.kind {
@@ -1340,6 +1345,26 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
                 next_note = next_note.min(ctx.next_note);
             }
         }
+        if let (Some(ci), 1) = (plain, issued) {
+            let k = plain_cycles_alone(core, threads, ci, now, next_note, turn.limit)
+                .min((TURN_STEPS - steps) as u64);
+            if k > 0 {
+                let ctx = &mut core.contexts[ci];
+                let t = &mut threads[ctx.thread().expect("active")];
+                // What k passes of the loop would do: one plain instruction a cycle (whole
+                // numbers of cycles and micro-ops, so the sums are exact).
+                t.counters.instructions += k;
+                if t.kernel {
+                    t.counters.kernel_instructions += k;
+                }
+                t.uops += k as f64;
+                t.run_issued += k as u32;
+                ctx.now = now + (k - 1) as f64;
+                now += k as f64;
+                ctx.ready_at = now;
+                steps += k as u32;
+            }
+        }
     }
     // Every running thread lived through the turn's cycles.
     for ctx in core.contexts.iter_mut().filter(|c| !c.queue.is_empty()) {
@@ -1347,6 +1372,67 @@ fn run_inorder(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem
         credit_cycles(ctx, threads, now);
     }
     core.cycle = now;
+}
+
+/// Cycles from `now` (a whole number) in which the cycle-by-cycle loop would only have in-order
+/// context `ci` issue the next plain instruction of its run, one a cycle: no other context is
+/// ready, the instructions are not floating-point (which wait out their latency) and lie in the
+/// line fetched last, and no window boundary, record, quantum end or turn limit falls among them.
+fn plain_cycles_alone(
+    core: &Core,
+    threads: &[SwThread],
+    ci: usize,
+    now: f64,
+    next_note: f64,
+    limit: f64,
+) -> u64 {
+    let ctx = &core.contexts[ci];
+    let Some(slot) = ctx.thread() else {
+        return 0;
+    };
+    let t = &threads[slot];
+    let Some(i) = t.pending.as_ref() else {
+        return 0;
+    };
+    if t.run_issued < i.run_fp || t.run_issued >= i.run || ctx.last_fetch_line == u64::MAX {
+        return 0;
+    }
+    let mut k = (i.run - t.run_issued) as u64;
+    // The instruction that reaches a window boundary goes through the loop (its snapshot).
+    k = k.min(
+        t.next_boundary
+            .saturating_sub(t.counters.instructions)
+            .saturating_sub(1),
+    );
+    // In the line fetched last: a later line needs a lookup.
+    let bytes = i.instr_bytes as u64;
+    let pc = i.run_pc + t.run_issued as u64 * bytes;
+    if pc >> ctx.fetch_shift != ctx.last_fetch_line {
+        return 0;
+    }
+    if bytes > 0 {
+        let line_end = (ctx.last_fetch_line + 1) << ctx.fetch_shift;
+        let last = pc + bytes - 1;
+        k = k.min((line_end.saturating_sub(last) + bytes - 1) / bytes);
+    }
+    // Cycle c (a whole number) comes in the turn (c <= limit), before the quantum ends
+    // (c < quantum_end), while every other context waits (c < its ready_at), and its end comes
+    // before the next record (c + 1 < next_note); for whole c, c < x is c < ceil(x).
+    let others_ready = core
+        .busy
+        .iter()
+        .filter(|&&j| j != ci)
+        .map(|&j| core.contexts[j].ready_at)
+        .fold(f64::INFINITY, f64::min);
+    let end = (limit.floor() + 1.0)
+        .min(ctx.quantum_end.ceil())
+        .min(others_ready.ceil())
+        .min(next_note.ceil() - 1.0);
+    if end <= now {
+        return 0;
+    }
+    // A float to integer cast saturates: an infinite end leaves the other bounds.
+    k.min((end - now) as u64)
 }
 
 /// Credits the cycles an in-order context's running thread lived through since its last credit,
