@@ -1413,7 +1413,7 @@ fn plain_cycles_alone(
     if bytes > 0 {
         let line_end = (ctx.last_fetch_line + 1) << ctx.fetch_shift;
         let last = pc + bytes - 1;
-        k = k.min((line_end.saturating_sub(last) + bytes - 1) / bytes);
+        k = k.min(line_end.saturating_sub(last).div_ceil(bytes));
     }
     // Cycle c (a whole number) comes in the turn (c <= limit), before the quantum ends
     // (c < quantum_end), while every other context waits (c < its ready_at), and its end comes
