@@ -135,11 +135,67 @@ fn spawn_group(cmd: &mut Command) -> Result<Child> {
     })
 }
 
-/// Kills the process group of a child started by [`spawn_group`] and reaps the child.
+/// Kills the process group of a child started by [`spawn_group`], reaps the child, and removes
+/// the scratch files its valgrind processes left in TMPDIR.
 fn stop_group(child: &mut Child) {
+    stop_group_cleaning(child, &std::env::temp_dir());
+}
+
+/// [`stop_group`], valgrind's scratch files being in `tmpdir`. A starting valgrind creates
+/// `valgrind_proc_<pid>_auxv_…` there and unlinks it a moment later: one killed in between (a
+/// child process that starts as the trace is refused, more often on a loaded machine) leaves it.
+fn stop_group_cleaning(child: &mut Child, tmpdir: &Path) {
+    let group = child.id() as i32;
+    let members = group_members(group);
     // SAFETY: kill(2) on the group we created; its leader is not reaped yet.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+    unsafe { libc::kill(-group, libc::SIGKILL) };
     let _ = child.wait();
+    // A killed process may still finish a system call: clean once every one has died.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while members.iter().any(|&pid| alive(pid)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let prefixes: Vec<String> = members
+        .iter()
+        .map(|pid| format!("valgrind_proc_{pid}_"))
+        .collect();
+    let Ok(entries) = std::fs::read_dir(tmpdir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// The processes of process group `group` (from /proc; empty where it cannot be read).
+fn group_members(group: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| stat_fields(pid).is_some_and(|(_, pgrp)| pgrp == group))
+        .collect()
+}
+
+/// Whether `pid` still runs (a zombie or a vanished process does not).
+fn alive(pid: i32) -> bool {
+    stat_fields(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
+}
+
+/// A process's state and process group, from `/proc/<pid>/stat` ("pid (comm) state ppid pgrp …";
+/// the command name may hold spaces and parentheses, so fields are counted after the last ')').
+fn stat_fields(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let pgrp = rest.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 /// Waits for `child`; if `interrupted` is set meanwhile, stops its group and returns
@@ -630,4 +686,46 @@ pub fn run_cachegrind(
     });
     let _ = std::fs::remove_dir_all(&dir);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stopped_group_leaves_none_of_its_processes_scratch_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Another process's scratch file and a user's file stay.
+        std::fs::write(d.join("valgrind_proc_1_auxv_0"), "").unwrap();
+        std::fs::write(d.join("notes.txt"), "").unwrap();
+        // The leader and a child it forks each leave one, as a valgrind killed while starting does.
+        let mut cmd = Command::new("sh");
+        cmd.env("D", d).arg("-c").arg(
+            r#"sh -c 'touch "$D/valgrind_proc_$$_auxv_2"; exec sleep 30' &
+               touch "$D/valgrind_proc_$$_auxv_1"; exec sleep 30"#,
+        );
+        let mut child = spawn_group(&mut cmd).unwrap();
+        let theirs = || {
+            std::fs::read_dir(d)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("valgrind_proc_") && !n.starts_with("valgrind_proc_1_"))
+                .count()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while theirs() < 2 {
+            assert!(std::time::Instant::now() < deadline, "the processes never started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        stop_group_cleaning(&mut child, d);
+        let mut left: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["notes.txt", "valgrind_proc_1_auxv_0"]);
+    }
 }
