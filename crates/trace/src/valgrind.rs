@@ -716,7 +716,10 @@ mod tests {
         };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while theirs() < 2 {
-            assert!(std::time::Instant::now() < deadline, "the processes never started");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the processes never started"
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         stop_group_cleaning(&mut child, d);

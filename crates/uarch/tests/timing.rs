@@ -169,7 +169,6 @@ fn fine_grained_core_interleaves_ready_contexts() {
     assert!((core_ipc - 0.25).abs() / 0.25 < 0.05, "core IPC {core_ipc}");
 }
 
-
 #[test]
 fn a_two_wide_fine_grained_core_shares_its_slots_equally_round_robin() {
     // Three CPI-1 threads on a core that issues two a cycle: six slots per three cycles, two for
