@@ -706,11 +706,18 @@ mod tests {
                touch "$D/valgrind_proc_$$_auxv_1"; exec sleep 30"#,
         );
         let mut child = spawn_group(&mut cmd).unwrap();
-        let theirs = || {
-            std::fs::read_dir(d)
+        let names = || -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(d)
                 .unwrap()
                 .flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let theirs = || {
+            names()
+                .iter()
                 .filter(|n| n.starts_with("valgrind_proc_") && !n.starts_with("valgrind_proc_1_"))
                 .count()
         };
@@ -723,12 +730,6 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
         stop_group_cleaning(&mut child, d);
-        let mut left: Vec<String> = std::fs::read_dir(d)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
-        assert_eq!(left, ["notes.txt", "valgrind_proc_1_auxv_0"]);
+        assert_eq!(names(), ["notes.txt", "valgrind_proc_1_auxv_0"]);
     }
 }

@@ -1399,11 +1399,7 @@ fn plain_cycles_alone(
     }
     let mut k = (i.run - t.run_issued) as u64;
     // The instruction that reaches a window boundary goes through the loop (its snapshot).
-    k = k.min(
-        t.next_boundary
-            .saturating_sub(t.counters.instructions)
-            .saturating_sub(1),
-    );
+    k = k.min(t.to_boundary().saturating_sub(1));
     // In the line fetched last: a later line needs a lookup.
     let bytes = i.instr_bytes as u64;
     let pc = i.run_pc + t.run_issued as u64 * bytes;
