@@ -208,9 +208,9 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 10.0)]
     pub quantum_ms: f64,
     /// Time-shared pairs: simulate every cycle of every quantum. By default a quantum is
-    /// simulated only while the thread's caches refill; once its miss rates are its solo rates,
-    /// the rest of the quantum is credited at its solo rates (validated against this flag on
-    /// every pair of the 22 SPEC stand-ins).
+    /// simulated only while the thread's caches refill; once its miss rates are its solo rates
+    /// and its rate has settled, the rest of the quantum is credited at the rates of an interval
+    /// measured then (validated against this flag on every pair of the 22 SPEC stand-ins).
     #[arg(long)]
     pub full_quanta: bool,
 }

@@ -4,7 +4,7 @@
 use crate::engine::{
     PlanError, RunOptions, RunResult, Simulation, ThreadPlan, ThreadResult, Window,
 };
-use crate::refill::Rates;
+use crate::refill::{Rates, CHECK_CYCLES};
 use crate::workload::Workload;
 use crate::ThreadCounters;
 use rayon::prelude::*;
@@ -27,7 +27,8 @@ pub struct Protocol {
     /// one warm-up round.
     pub timeshare_rounds: u32,
     /// Time-shared pairs simulate each quantum only while the thread's caches refill, crediting
-    /// the rest at its solo rates (see [`crate::refill`]); `false` simulates every cycle.
+    /// the rest at the rates measured once it has settled (see [`crate::refill`]); `false`
+    /// simulates every cycle.
     pub refill_only: bool,
 }
 
@@ -119,7 +120,8 @@ pub fn solo(
     cpu: u32,
     proto: &Protocol,
 ) -> Result<ThreadResult, ProtocolError> {
-    solo_in(machine, profile, copy, cpu, proto, Window::Instructions)
+    let options = RunOptions::new(Window::Instructions, proto.quantum_cycles);
+    solo_in(machine, profile, copy, cpu, proto, options)
 }
 
 /// The solo baseline that matches a pair measured under `placement`: the instruction window, or
@@ -133,17 +135,19 @@ pub fn solo_for(
     proto: &Protocol,
     placement: Placement,
 ) -> Result<ThreadResult, ProtocolError> {
-    let window = match placement {
-        Placement::Timeshare => {
-            let q = proto.quantum_cycles as f64;
-            Window::Cycles {
-                start: q,
-                end: q * (1 + proto.timeshare_rounds.max(1)) as f64,
-            }
+    let mut options = RunOptions::new(Window::Instructions, proto.quantum_cycles);
+    if placement == Placement::Timeshare {
+        let q = proto.quantum_cycles as f64;
+        options.window = Window::Cycles {
+            start: q,
+            end: q * (1 + proto.timeshare_rounds.max(1)) as f64,
+        };
+        // The spread of its rate steers the pairs' refill-only check (`Rates::of_solo`).
+        if proto.refill_only {
+            options.sample_cycles = Some(CHECK_CYCLES);
         }
-        _ => Window::Instructions,
-    };
-    solo_in(machine, profile, copy, cpu, proto, window)
+    }
+    solo_in(machine, profile, copy, cpu, proto, options)
 }
 
 fn solo_in(
@@ -152,7 +156,7 @@ fn solo_in(
     copy: u32,
     cpu: u32,
     proto: &Protocol,
-    window: Window,
+    options: RunOptions,
 ) -> Result<ThreadResult, ProtocolError> {
     // A copy's stream depends only on (seed, name, copy), so that copy is built directly.
     let plan = ThreadPlan {
@@ -163,7 +167,6 @@ fn solo_in(
         warmup_instructions: proto.warmup_instructions,
         measure_instructions: proto.measure_instructions,
     };
-    let options = RunOptions::new(window, proto.quantum_cycles);
     Ok(Simulation::new(machine, vec![plan], options)?
         .run()
         .threads
@@ -286,7 +289,7 @@ pub fn pair(
         _ => Window::Instructions,
     };
     let rates = if placement == Placement::Timeshare && proto.refill_only {
-        solo.iter().map(|s| Rates::new(s.window)).collect()
+        solo.iter().map(|s| Rates::of_solo(s)).collect()
     } else {
         Vec::new()
     };

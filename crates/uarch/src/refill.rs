@@ -8,6 +8,7 @@
 
 use crate::cache::Turnover;
 use crate::counters::ThreadCounters;
+use crate::engine::ThreadResult;
 
 /// Simulated time between checks of a thread's rates during its quantum. Long enough that an
 /// interval sees hundreds of thousands of events, short against a 10 ms quantum (24 M cycles at
@@ -17,10 +18,17 @@ pub const CHECK_CYCLES: f64 = 1_000_000.0;
 /// chance moves a memory-bound thread's rate by a few tenths of a percent.
 pub const MEASURE_CYCLES: f64 = 4_000_000.0;
 /// A settled interval's instructions per cycle are within this share of the solo rate's and of
-/// the interval before's: the switch-in transient is over (the refill, and what else still
-/// holds the other thread's state: a prefetcher's streams, clean lines that a streaming thread
-/// evicts without writing back, for millions of cycles).
+/// the interval before's, or within [`IPC_SIGMAS`] of the solo run's own spread if that is
+/// wider: the switch-in transient is over (the refill, and what else still holds the other
+/// thread's state: a prefetcher's streams, clean lines that a streaming thread evicts without
+/// writing back, for millions of cycles).
 const IPC_SHARE: f64 = 0.005;
+/// How far, in standard deviations of the solo run's [`CHECK_CYCLES`] intervals, a settled
+/// interval's instructions per cycle may lie from the solo rate (and, for the difference of two
+/// intervals, from the interval before). A memory-bound thread's rate varies by a percent or
+/// more from one such interval to the next; a fixed share narrower than that settles only by
+/// chance.
+const IPC_SIGMAS: f64 = 3.0;
 /// Misses above the solo expectation that a refilled interval may still show, in standard
 /// deviations of a Poisson count.
 const MISS_SIGMAS: f64 = 3.0;
@@ -29,12 +37,26 @@ const MISS_SIGMAS: f64 = 3.0;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rates {
     window: ThreadCounters,
+    /// Standard deviation of the instructions per cycle of the run's [`CHECK_CYCLES`]
+    /// intervals (0 if unknown).
+    interval_ipc_sd: f64,
 }
 
 impl Rates {
     /// The rates of a window; `None` if it ran no cycles or retired nothing.
     pub fn new(window: ThreadCounters) -> Option<Self> {
-        (window.cycles > 0.0 && window.instructions > 0).then_some(Rates { window })
+        (window.cycles > 0.0 && window.instructions > 0).then_some(Rates {
+            window,
+            interval_ipc_sd: 0.0,
+        })
+    }
+
+    /// The rates of a solo run's window, with the spread of its [`CHECK_CYCLES`] intervals read
+    /// from the samples the run took every [`CHECK_CYCLES`].
+    pub fn of_solo(solo: &ThreadResult) -> Option<Self> {
+        let mut rates = Rates::new(solo.window)?;
+        rates.interval_ipc_sd = interval_ipc_sd(solo);
+        Some(rates)
     }
 
     /// Whether an interval of the thread's run shows it settled after its switch-in, these being
@@ -46,8 +68,11 @@ impl Rates {
             return false;
         }
         let ipc = interval.ipc();
-        let near = |reference: f64| (ipc - reference).abs() <= IPC_SHARE * reference;
-        if !near(self.window.ipc()) || !near(previous_ipc) {
+        let near = |reference: f64, sd: f64| {
+            (ipc - reference).abs() <= (IPC_SHARE * reference).max(IPC_SIGMAS * sd)
+        };
+        let sd = self.interval_ipc_sd;
+        if !near(self.window.ipc(), sd) || !near(previous_ipc, sd * std::f64::consts::SQRT_2) {
             return false;
         }
         let solo = &self.window;
@@ -78,6 +103,24 @@ impl Rates {
     pub fn uops_per_cycle(&self) -> f64 {
         self.window.uops as f64 / self.window.cycles
     }
+}
+
+/// Standard deviation of the instructions per cycle of the whole [`CHECK_CYCLES`] intervals
+/// between a run's samples inside its window (0 with fewer than two).
+fn interval_ipc_sd(run: &ThreadResult) -> f64 {
+    let inside: Vec<&ThreadCounters> = run
+        .samples
+        .iter()
+        .filter(|s| s.cycle >= run.start_cycle && s.cycle <= run.end_cycle)
+        .map(|s| &s.counters)
+        .collect();
+    let ipcs: Vec<f64> = inside.windows(2).map(|w| (*w[1] - *w[0]).ipc()).collect();
+    if ipcs.len() < 2 {
+        return 0.0;
+    }
+    let n = ipcs.len() as f64;
+    let mean = ipcs.iter().sum::<f64>() / n;
+    (ipcs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
 }
 
 /// Where a time-sharing context stands in checking its running thread's quantum: intervals until
@@ -133,6 +176,7 @@ pub fn dirty_share(interval: &Turnover) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Sample;
 
     fn window(instructions: u64, cycles: f64, l2_misses: u64) -> ThreadCounters {
         ThreadCounters {
@@ -156,6 +200,48 @@ mod tests {
         assert!(!solo.settled(&window(100_000, 100_000.0, 100), 1.01));
         assert!(!solo.settled(&window(100_000, 100_000.0, 100), f64::NAN));
         assert!(!solo.settled(&ThreadCounters::default(), 1.0));
+    }
+
+    #[test]
+    fn a_thread_whose_rate_varies_widely_alone_settles_within_three_of_its_deviations() {
+        // Alone, its 1 M-cycle intervals ran at 1.0, 1.2 and 0.8 instructions per cycle (the
+        // first one, at cycle 0, is before the window): sd 0.2 (n - 1 in the denominator).
+        let at = |cycle: f64, instructions: u64| Sample {
+            cycle,
+            counters: window(instructions, cycle, 0),
+        };
+        let solo = ThreadResult {
+            window: window(3_000_000, 3_000_000.0, 0),
+            start_cycle: 1e6,
+            end_cycle: 4e6,
+            samples: vec![
+                at(0.0, 0),
+                at(1e6, 500_000),
+                at(2e6, 1_500_000),
+                at(3e6, 2_700_000),
+                at(4e6, 3_500_000),
+                at(5e6, 9_000_000),
+            ],
+            llc_lines: 0,
+        };
+        let rates = Rates::of_solo(&solo).unwrap();
+        assert!((rates.interval_ipc_sd - 0.2).abs() < 1e-12);
+        // Solo rate 1.0: within 3 sd = 0.6 of it, and 3 * sqrt(2) * 0.2 = 0.849 of the interval
+        // before.
+        assert!(rates.settled(&window(159_000, 100_000.0, 0), 1.0));
+        assert!(!rates.settled(&window(161_000, 100_000.0, 0), 1.0));
+        assert!(rates.settled(&window(41_000, 100_000.0, 0), 0.41));
+        assert!(!rates.settled(&window(39_000, 100_000.0, 0), 0.39));
+        assert!(rates.settled(&window(150_000, 100_000.0, 0), 0.66));
+        assert!(!rates.settled(&window(150_000, 100_000.0, 0), 0.64));
+        // Without samples the spread is unknown and the fixed 0.5% applies.
+        let plain = Rates::of_solo(&ThreadResult {
+            samples: Vec::new(),
+            ..solo
+        })
+        .unwrap();
+        assert_eq!(plain.interval_ipc_sd, 0.0);
+        assert!(!plain.settled(&window(99_000, 100_000.0, 0), 0.99));
     }
 
     #[test]
