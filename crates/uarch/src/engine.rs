@@ -587,9 +587,10 @@ impl Simulation {
     /// Simulates the time-shared quanta of the threads given solo rates (in plan order) only while
     /// their caches refill: once an interval of a thread's quantum shows its solo miss rates and
     /// a settled rate, the rest of the quantum is credited at the rates of an interval measured
-    /// then, and the caches are aged as it would have aged them (see [`crate::refill`]). Applies to a thread that time-shares a logical CPU of an
-    /// out-of-order core whose other contexts are idle, in a window of simulated time; elsewhere,
-    /// and on fine-grained in-order cores, every cycle is simulated.
+    /// then, and the caches are aged as it would have aged them (see [`crate::refill`]). Applies
+    /// to a thread that time-shares a logical CPU of an out-of-order core whose other contexts
+    /// are idle, in a window of simulated time; elsewhere, and on fine-grained in-order cores,
+    /// every cycle is simulated.
     pub fn with_solo_rates(mut self, rates: Vec<Option<Rates>>) -> Self {
         for (t, r) in self.threads.iter_mut().zip(rates) {
             t.solo = r;

@@ -124,8 +124,8 @@ fn interval_ipc_sd(run: &ThreadResult) -> f64 {
 }
 
 /// Where a time-sharing context stands in checking its running thread's quantum: intervals until
-/// one has settled, then one more whose rates the rest of the quantum is credited at (measured after the decision, so the choice of the interval
-/// does not bias the rate).
+/// one has settled, then one more whose rates the rest of the quantum is credited at (measured
+/// after the decision, so the choice of the interval does not bias the rate).
 #[derive(Clone, Debug)]
 pub struct RefillCheck {
     /// The quantum being checked, by its end (a new quantum starts a new check).
