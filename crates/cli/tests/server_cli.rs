@@ -431,6 +431,30 @@ fn bad_input_is_refused_in_one_line_before_anything_starts() {
         assert_nothing_left(&before, &state, rps_before);
         assert!(!dir.path().join("p.toml").exists());
     }
+    // A machine without the load generator (a PATH and a home without oha): that is said once
+    // every input has passed, and a mistyped input is named first, whatever the machine lacks.
+    let without_oha = |extra: &[&str]| {
+        let mut args = vec!["measure", "server", "--duration", "1", "--state-dir"];
+        args.push(state.to_str().unwrap());
+        args.extend(extra);
+        Command::new(env!("CARGO_BIN_EXE_smtsched"))
+            .args(&args)
+            .current_dir(dir.path())
+            .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+            .env("HOME", dir.path())
+            .output()
+            .unwrap()
+    };
+    assert_bad_input(&without_oha(&[]), &["no `oha` load generator"]);
+    assert_bad_input(
+        &without_oha(&["--port", &port]),
+        &[&port, "another program uses it"],
+    );
+    assert_bad_input(
+        &without_oha(&["-o", "/nonexistent/p.toml"]),
+        &["cannot write /nonexistent/p.toml"],
+    );
+    assert_nothing_left(&before, &state, rps_before);
 }
 
 #[test]

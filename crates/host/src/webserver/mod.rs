@@ -251,6 +251,7 @@ pub struct ServerMeasurement {
 /// Runs every placement `repetitions` times.
 pub fn measure(cfg: &ServerConfig, stop: &Shutdown) -> Result<ServerMeasurement> {
     validate(cfg)?;
+    check_tools()?;
     let _lock = state::lock("measure-server")?;
     let mut changed = state::clean_up_after_dead(&cfg.state_dir);
     let rps = rps::probe(rps::LO_RPS)?;
@@ -278,8 +279,8 @@ pub fn measure(cfg: &ServerConfig, stop: &Shutdown) -> Result<ServerMeasurement>
     })
 }
 
-/// Checks the configuration and that the server, the load generator and the port are there;
-/// starts nothing.
+/// Checks what the user gave: the configuration, the server binary and that the port is free;
+/// starts nothing. [`check_tools`] checks what the machine must have besides.
 pub fn validate(cfg: &ServerConfig) -> Result<()> {
     if cfg.file_bytes == 0 {
         return Err(HostError::bad(
@@ -303,9 +304,14 @@ pub fn validate(cfg: &ServerConfig) -> Result<()> {
         )));
     }
     cfg.server.find(cfg.server_binary.as_deref())?;
-    load::find_oha()?;
     httpd::free_port(cfg.port)?;
     Ok(())
+}
+
+/// Checks that the load generator is installed. Callers check it after every input, so that a
+/// mistyped option is named whatever the machine lacks.
+pub fn check_tools() -> Result<()> {
+    load::find_oha().map(drop)
 }
 
 type Measured = (Vec<PlacementRun>, Vec<(Event, EventStatus)>);

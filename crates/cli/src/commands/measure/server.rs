@@ -112,6 +112,7 @@ impl Plan for ServerPlan {
             None => None,
         };
         check_outputs([a.csv.as_deref(), a.svg.as_deref()])?;
+        webserver::check_tools()?;
         Ok(ServerPlan {
             config,
             csv: a.csv,
