@@ -528,3 +528,42 @@ fn a_server_profile_runs_the_measured_placements_in_the_simulator() {
         "{out}"
     );
 }
+
+#[test]
+fn the_table_shows_a_spread_only_where_repetitions_give_one() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let before = running(CHILDREN);
+    let rps_before = rps();
+    for (reps, spread) in [("1", false), ("2", true)] {
+        let o = smtsched(
+            dir.path(),
+            &[
+                "measure",
+                "server",
+                "--placement",
+                "one:server=0,softirq=1,client=1",
+                "--duration",
+                "0.5",
+                "--repetitions",
+                reps,
+                "-c",
+                "4",
+                "--state-dir",
+                state.to_str().unwrap(),
+            ],
+        );
+        assert!(o.status.success());
+        let text = String::from_utf8_lossy(&o.stdout);
+        let row = text
+            .lines()
+            .find(|l| l.starts_with("one "))
+            .expect("the placement's row");
+        // One sample has no spread: "± 0" would claim the runs agreed exactly.
+        assert_eq!(row.contains('±'), spread, "{reps} repetition(s): {row}");
+        let header = text.lines().next().unwrap();
+        assert_eq!(header.contains("no spread"), !spread, "{header}");
+    }
+    assert_nothing_left(&before, &state, rps_before);
+}

@@ -278,9 +278,17 @@ fn render(m: &ServerMeasurement) -> String {
         .map(|r| r.repetition)
         .max()
         .map_or(0, |r| r + 1);
+    // One repetition has no spread to show: its value alone, not "± 0".
+    let spread = |sd: f64, digits: usize| {
+        if reps > 1 {
+            format!(" ± {sd:.digits$}")
+        } else {
+            String::new()
+        }
+    };
     let pm = |v: Option<(f64, f64)>, digits: usize| {
         v.map_or("unsupported".into(), |(mean, sd)| {
-            format!("{mean:.digits$} ± {sd:.digits$}")
+            format!("{mean:.digits$}{}", spread(sd, digits))
         })
     };
     let mut t = Table::new([
@@ -323,8 +331,13 @@ fn render(m: &ServerMeasurement) -> String {
             ]);
         }
     }
+    let summary = if reps > 1 {
+        format!("{reps} repetitions; mean ± sd")
+    } else {
+        "1 repetition, so no spread (--repetitions 2 or more gives mean ± sd)".to_string()
+    };
     let mut text = format!(
-        "{} serving a {}-byte file over loopback, {} s per load run, {reps} repetition(s); mean ± sd\n\n",
+        "{} serving a {}-byte file over loopback, {} s per load run, {summary}\n\n",
         m.server.binary(),
         m.file_bytes,
         m.seconds_per_point
@@ -357,7 +370,10 @@ fn render(m: &ServerMeasurement) -> String {
                         if let Some((mean, sd)) =
                             stat(m, pl, label, |p| p.per_request.hardware.get(e).copied())
                         {
-                            text += &format!("{pl} {label}: {e} per request {mean:.0} ± {sd:.0}\n");
+                            text += &format!(
+                                "{pl} {label}: {e} per request {mean:.0}{}\n",
+                                spread(sd, 0)
+                            );
                         }
                     }
                 }
