@@ -126,6 +126,29 @@ fn reproduce_all_writes_a_report_that_renders_in_chromium() {
     assert_eq!(embedded, v);
     let top = format!("{} hold</span>", v["counts"]["holds"]);
     assert!(html.contains(&top), "{top}");
+    // Each experiment's entry in the contents counts its claims by verdict (a verdict it has none
+    // of is not shown).
+    for e in experiments {
+        let entry = format!("<li><a href=\"#{}\">", e["name"].as_str().unwrap());
+        let line = html
+            .lines()
+            .find(|l| l.starts_with(&entry))
+            .expect("listed");
+        for (label, verdict) in [
+            ("holds", "holds"),
+            ("does not hold", "does-not-hold"),
+            ("inconclusive", "inconclusive"),
+        ] {
+            let n = e["claims"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["verdict"] == verdict)
+                .count();
+            assert_eq!(line.contains(&format!("{label}: {n}<")), n > 0, "{line}");
+            assert_eq!(line.contains(&format!("{label}:")), n > 0, "{line}");
+        }
+    }
     assert!(std::fs::metadata(rep.join("report.html")).unwrap().len() < 5 << 20);
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     assert!(md.contains("## thesis-set-a") && md.contains("## thesis-http"));

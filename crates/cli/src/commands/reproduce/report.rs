@@ -216,6 +216,26 @@ fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
+/// An experiment's claims by verdict, for the contents: a chip per verdict that occurs.
+fn tally(claims: &[ClaimOutcome]) -> String {
+    [
+        (Verdict::Holds, "holds"),
+        (Verdict::DoesNotHold, "does not hold"),
+        (Verdict::Inconclusive, "inconclusive"),
+    ]
+    .iter()
+    .filter_map(|&(v, label)| {
+        let n = claims.iter().filter(|c| c.verdict == v).count();
+        (n > 0).then(|| {
+            format!(
+                " <span class=\"{} tally\">{label}: {n}</span>",
+                verdict_class(v)
+            )
+        })
+    })
+    .collect()
+}
+
 fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
     let mut body = format!(
         "<h1>smtsched: what of the seed papers reproduces</h1>\n<p class=\"meta\">smtsched {} · \
@@ -230,9 +250,10 @@ fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
     );
     for o in outcomes {
         body.push_str(&format!(
-            "<li><a href=\"#{0}\">{0}</a> — {1}</li>\n",
+            "<li><a href=\"#{0}\">{0}</a> — {1}{2}</li>\n",
             esc(&o.name),
-            esc(&o.title)
+            esc(&o.title),
+            tally(&o.claims)
         ));
     }
     body.push_str("</ul></nav>\n");
@@ -289,6 +310,7 @@ const STYLE: &str =
 .meta{color:#555;font-size:90%}
 .counts span{font-size:130%;font-weight:bold;margin-right:1em;padding:.2em .5em;border-radius:4px}
 .holds{background:#e0f0ff}.fails{background:#ffe6d5}.open{background:#eee}
+.tally{font-size:85%;padding:0 .4em;border-radius:3px;white-space:nowrap}
 ul.claims li{margin:.3em 0;padding:.2em .5em;border-radius:3px;list-style:none}
 pre{font-size:80%;overflow-x:auto;background:#f7f7f7;padding:.5em}
 figure{margin:1em 0}svg{max-width:100%;height:auto}
