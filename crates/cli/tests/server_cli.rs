@@ -537,6 +537,7 @@ fn the_table_shows_a_spread_only_where_repetitions_give_one() {
     let before = running(CHILDREN);
     let rps_before = rps();
     for (reps, spread) in [("1", false), ("2", true)] {
+        let svg = dir.path().join(format!("{reps}.svg"));
         let o = smtsched(
             dir.path(),
             &[
@@ -550,6 +551,8 @@ fn the_table_shows_a_spread_only_where_repetitions_give_one() {
                 reps,
                 "-c",
                 "4",
+                "--svg",
+                svg.to_str().unwrap(),
                 "--state-dir",
                 state.to_str().unwrap(),
             ],
@@ -564,6 +567,9 @@ fn the_table_shows_a_spread_only_where_repetitions_give_one() {
         assert_eq!(row.contains('±'), spread, "{reps} repetition(s): {row}");
         let header = text.lines().next().unwrap();
         assert_eq!(header.contains("no spread"), !spread, "{header}");
+        let svg = std::fs::read_to_string(&svg).unwrap();
+        assert_eq!(svg.contains("(mean ± sd)"), spread);
+        assert_eq!(svg.contains("(one repetition, no spread)"), !spread);
     }
     assert_nothing_left(&before, &state, rps_before);
 }

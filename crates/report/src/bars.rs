@@ -3,12 +3,13 @@
 
 use plotters::prelude::*;
 
-/// One placement's bars: (mean, sd) of each quantity.
+/// One placement's bars: (mean, sd) of each quantity; no sd (and no whisker) for one repetition,
+/// whose spread is unknown.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlacementBar {
     pub name: String,
-    pub throughput: (f64, f64),
-    pub p99_ms: (f64, f64),
+    pub throughput: (f64, Option<f64>),
+    pub p99_ms: (f64, Option<f64>),
     pub throughput_label: String,
     pub latency_label: String,
 }
@@ -34,7 +35,7 @@ pub fn placement_svg(rows: &[PlacementBar], title: &str) -> Result<String, Strin
             let value = |r: &PlacementBar| if throughput { r.throughput } else { r.p99_ms };
             let top = rows
                 .iter()
-                .map(|r| value(r).0 + value(r).1)
+                .map(|r| value(r).0 + value(r).1.unwrap_or(0.0))
                 .fold(0.0f64, f64::max)
                 .max(1e-9)
                 * 1.15;
@@ -78,16 +79,18 @@ pub fn placement_svg(rows: &[PlacementBar], title: &str) -> Result<String, Strin
                 }))
                 .map_err(|e| e.to_string())?;
             chart
-                .draw_series(rows.iter().enumerate().map(|(i, r)| {
+                .draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
                     let (m, sd) = value(r);
-                    ErrorBar::new_vertical(
-                        SegmentValue::CenterOf(i as i32),
-                        (m - sd).max(0.0),
-                        m,
-                        m + sd,
-                        BLACK.stroke_width(1),
-                        10,
-                    )
+                    sd.map(|sd| {
+                        ErrorBar::new_vertical(
+                            SegmentValue::CenterOf(i as i32),
+                            (m - sd).max(0.0),
+                            m,
+                            m + sd,
+                            BLACK.stroke_width(1),
+                            10,
+                        )
+                    })
                 }))
                 .map_err(|e| e.to_string())?;
         }
@@ -175,14 +178,32 @@ mod tests {
 
     #[test]
     fn one_bar_and_one_whisker_per_placement_and_quantity() {
-        let row = |name: &str| PlacementBar {
+        let bar = |name: &str, spread: bool| PlacementBar {
             name: name.into(),
-            throughput: (1000.0, 50.0),
-            p99_ms: (2.0, 0.1),
+            throughput: (1000.0, spread.then_some(50.0)),
+            p99_ms: (2.0, spread.then_some(0.1)),
             throughput_label: "requests/s".into(),
             latency_label: "p99 ms".into(),
         };
+        let row = |name: &str| bar(name, true);
         let svg = placement_svg(&[row("UP"), row("1xHTP"), row("1x2")], "t").unwrap();
+        // Whiskers only where a spread is known: giving one more row a spread adds the same
+        // black strokes each time (the axes are alike: the tallest whisker is the same).
+        let black = |spread: [bool; 3]| {
+            let rows: Vec<_> = ["UP", "1xHTP", "1x2"]
+                .iter()
+                .zip(spread)
+                .map(|(n, s)| bar(n, s))
+                .collect();
+            placement_svg(&rows, "t")
+                .unwrap()
+                .matches("#000000")
+                .count()
+        };
+        let one = black([true, false, false]);
+        let two = black([true, true, false]);
+        assert!(two > one);
+        assert_eq!(black([true; 3]) - two, two - one);
         for name in ["UP", "1xHTP", "1x2", "requests/s", "p99 ms"] {
             assert!(svg.contains(name), "{name} missing");
         }

@@ -179,9 +179,14 @@ impl ServerPlan {
         }
         if let Some(p) = &self.svg {
             let title = format!(
-                "{}, {}-byte file: throughput and p99 latency per placement (mean ± sd)",
+                "{}, {}-byte file: throughput and p99 latency per placement ({})",
                 m.server.binary(),
-                m.file_bytes
+                m.file_bytes,
+                if repetitions(m) > 1 {
+                    "mean ± sd"
+                } else {
+                    "one repetition, no spread"
+                }
             );
             let svg = smtsched_report::bars::placement_svg(&svg_rows(m), &title)
                 .map_err(|e| anyhow::anyhow!("drawing {}: {e}", p.display()))?;
@@ -270,14 +275,18 @@ fn labels(m: &ServerMeasurement) -> (Vec<String>, Vec<String>) {
     (placements, points)
 }
 
-fn render(m: &ServerMeasurement) -> String {
-    let (placements, points) = labels(m);
-    let reps = m
-        .runs
+/// How many repetitions of each placement ran.
+fn repetitions(m: &ServerMeasurement) -> u32 {
+    m.runs
         .iter()
         .map(|r| r.repetition)
         .max()
-        .map_or(0, |r| r + 1);
+        .map_or(0, |r| r + 1)
+}
+
+fn render(m: &ServerMeasurement) -> String {
+    let (placements, points) = labels(m);
+    let reps = repetitions(m);
     // One repetition has no spread to show: its value alone, not "± 0".
     let spread = |sd: f64, digits: usize| {
         if reps > 1 {
@@ -456,6 +465,12 @@ fn csv(m: &ServerMeasurement) -> String {
 /// Per placement: saturation (or the only) throughput, and p99 at 80% of it (or the only).
 fn svg_rows(m: &ServerMeasurement) -> Vec<smtsched_report::bars::PlacementBar> {
     let (placements, points) = labels(m);
+    // One repetition has no spread: its bar goes without a whisker.
+    let spread = |v: Option<(f64, f64)>| {
+        v.map_or((0.0, None), |(mean, sd)| {
+            (mean, (repetitions(m) > 1).then_some(sd))
+        })
+    };
     let through = if points.iter().any(|l| l == "saturation") {
         "saturation"
     } else {
@@ -470,9 +485,8 @@ fn svg_rows(m: &ServerMeasurement) -> Vec<smtsched_report::bars::PlacementBar> {
         .iter()
         .map(|pl| smtsched_report::bars::PlacementBar {
             name: pl.clone(),
-            throughput: stat(m, pl, through, |p| Some(p.result.requests_per_s))
-                .unwrap_or((0.0, 0.0)),
-            p99_ms: stat(m, pl, latency, |p| Some(p.result.p99_ms)).unwrap_or((0.0, 0.0)),
+            throughput: spread(stat(m, pl, through, |p| Some(p.result.requests_per_s))),
+            p99_ms: spread(stat(m, pl, latency, |p| Some(p.result.p99_ms))),
             throughput_label: format!("requests/s ({through})"),
             latency_label: format!("p99 latency, ms ({latency})"),
         })
