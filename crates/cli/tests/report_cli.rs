@@ -152,6 +152,33 @@ fn reproduce_all_writes_a_report_that_renders_in_chromium() {
     assert!(std::fs::metadata(rep.join("report.html")).unwrap().len() < 5 << 20);
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     assert!(md.contains("## thesis-set-a") && md.contains("## thesis-http"));
+    // Its top has the table of each experiment's claims by verdict, as the run printed it.
+    for e in experiments {
+        let name = e["name"].as_str().unwrap();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .expect("a row per experiment");
+        let counts: Vec<usize> = row
+            .split_whitespace()
+            .skip(1)
+            .take(3)
+            .map(|n| n.parse().unwrap())
+            .collect();
+        let n = |verdict: &str| {
+            e["claims"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["verdict"] == verdict)
+                .count()
+        };
+        assert_eq!(
+            counts,
+            [n("holds"), n("does-not-hold"), n("inconclusive")],
+            "{row}"
+        );
+    }
     // A real browser renders it: no console message, and a screenshot that is not blank.
     let png = d.join("report.png");
     let console = render(&rep.join("report.html"), &png);

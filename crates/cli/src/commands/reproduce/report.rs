@@ -106,6 +106,19 @@ pub fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result
 
 /// The counts of claims of every experiment, as printed.
 pub fn summary_table(r: &Report) -> String {
+    format!(
+        "{} claims: {} hold, {} do not hold, {} inconclusive ({})\n\n{}",
+        r.counts.holds + r.counts.does_not_hold + r.counts.inconclusive,
+        r.counts.holds,
+        r.counts.does_not_hold,
+        r.counts.inconclusive,
+        time_taken(r),
+        verdict_table(r)
+    )
+}
+
+/// Per experiment: its claims by verdict and its times.
+fn verdict_table(r: &Report) -> String {
     let mut t = Table::new([
         "experiment",
         "holds",
@@ -131,15 +144,7 @@ pub fn summary_table(r: &Report) -> String {
             cpu(e.cpu_seconds),
         ]);
     }
-    format!(
-        "{} claims: {} hold, {} do not hold, {} inconclusive ({})\n\n{}",
-        r.counts.holds + r.counts.does_not_hold + r.counts.inconclusive,
-        r.counts.holds,
-        r.counts.does_not_hold,
-        r.counts.inconclusive,
-        time_taken(r),
-        t.render()
-    )
+    t.render()
 }
 
 /// How long the run took: its wall time if it ran as one, the experiments' own times added up
@@ -182,6 +187,7 @@ fn markdown(r: &Report, outcomes: &[Outcome]) -> String {
         r.counts.does_not_hold,
         r.counts.inconclusive
     );
+    md.push_str(&format!("```text\n{}```\n\n", verdict_table(r)));
     for o in outcomes {
         md.push_str(&format!(
             "## {} — {}\n\nSource: {}. Machine {}, {}.\n\n",
