@@ -248,7 +248,7 @@ fn stat(
     placement: &str,
     label: &str,
     f: impl Fn(&webserver::Point) -> Option<f64>,
-) -> Option<(f64, f64)> {
+) -> Option<(f64, Option<f64>)> {
     let v: Vec<f64> = m
         .runs
         .iter()
@@ -256,7 +256,11 @@ fn stat(
         .filter_map(|r| r.points.iter().find(|p| p.label == label))
         .map(&f)
         .collect::<Option<_>>()?;
-    (!v.is_empty()).then(|| mean_sd(&v))
+    // One value has no spread (not a spread of 0).
+    (!v.is_empty()).then(|| {
+        let (mean, sd) = mean_sd(&v);
+        (mean, (v.len() > 1).then_some(sd))
+    })
 }
 
 fn labels(m: &ServerMeasurement) -> (Vec<String>, Vec<String>) {
@@ -287,15 +291,10 @@ fn repetitions(m: &ServerMeasurement) -> u32 {
 fn render(m: &ServerMeasurement) -> String {
     let (placements, points) = labels(m);
     let reps = repetitions(m);
-    // One repetition has no spread to show: its value alone, not "± 0".
-    let spread = |sd: f64, digits: usize| {
-        if reps > 1 {
-            format!(" ± {sd:.digits$}")
-        } else {
-            String::new()
-        }
-    };
-    let pm = |v: Option<(f64, f64)>, digits: usize| {
+    // A value without a spread (one repetition) is shown alone, not "± 0".
+    let spread =
+        |sd: Option<f64>, digits: usize| sd.map_or(String::new(), |sd| format!(" ± {sd:.digits$}"));
+    let pm = |v: Option<(f64, Option<f64>)>, digits: usize| {
         v.map_or("unsupported".into(), |(mean, sd)| {
             format!("{mean:.digits$}{}", spread(sd, digits))
         })
@@ -465,12 +464,6 @@ fn csv(m: &ServerMeasurement) -> String {
 /// Per placement: saturation (or the only) throughput, and p99 at 80% of it (or the only).
 fn svg_rows(m: &ServerMeasurement) -> Vec<smtsched_report::bars::PlacementBar> {
     let (placements, points) = labels(m);
-    // One repetition has no spread: its bar goes without a whisker.
-    let spread = |v: Option<(f64, f64)>| {
-        v.map_or((0.0, None), |(mean, sd)| {
-            (mean, (repetitions(m) > 1).then_some(sd))
-        })
-    };
     let through = if points.iter().any(|l| l == "saturation") {
         "saturation"
     } else {
@@ -485,8 +478,9 @@ fn svg_rows(m: &ServerMeasurement) -> Vec<smtsched_report::bars::PlacementBar> {
         .iter()
         .map(|pl| smtsched_report::bars::PlacementBar {
             name: pl.clone(),
-            throughput: spread(stat(m, pl, through, |p| Some(p.result.requests_per_s))),
-            p99_ms: spread(stat(m, pl, latency, |p| Some(p.result.p99_ms))),
+            throughput: stat(m, pl, through, |p| Some(p.result.requests_per_s))
+                .unwrap_or((0.0, None)),
+            p99_ms: stat(m, pl, latency, |p| Some(p.result.p99_ms)).unwrap_or((0.0, None)),
             throughput_label: format!("requests/s ({through})"),
             latency_label: format!("p99 latency, ms ({latency})"),
         })
