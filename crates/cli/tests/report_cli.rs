@@ -186,6 +186,166 @@ fn reproduce_all_writes_a_report_that_renders_in_chromium() {
     assert!(colours(&png) > 4, "the screenshot is (nearly) one colour");
 }
 
+/// The figure of `html` whose caption contains `caption`: its SVG.
+fn figure<'a>(html: &'a str, caption: &str) -> &'a str {
+    let at = html
+        .find(caption)
+        .unwrap_or_else(|| panic!("no figure captioned {caption:?}"));
+    // A figure is its SVG, then its caption.
+    let start = html[..at].rfind("<svg").expect("an SVG before the caption");
+    &html[start..at]
+}
+
+/// The points of each line an SVG draws in `stroke` (a series' colour, not the grid's), as
+/// (x, y) pixels.
+fn polylines(svg: &str, stroke: &str) -> Vec<Vec<(f64, f64)>> {
+    svg.split("<polyline")
+        .skip(1)
+        .filter(|p| p.contains(&format!("stroke=\"{stroke}\"")))
+        .map(|p| {
+            let (_, rest) = p.split_once("points=\"").unwrap();
+            let (points, _) = rest.split_once('"').unwrap();
+            points
+                .split_whitespace()
+                .map(|xy| {
+                    let (x, y) = xy.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The plots a reader of the seed papers looks for: the pairs' system speedups as the thesis's
+/// box plots (Figs. 3.2, 3.6) and distribution (Fig. 3.4), the asymmetry study's distribution of
+/// best over worst (Fig. 3.19), and Fedorova's IPC and L2 miss ratio by L2 size (Figs. 4, 5).
+#[test]
+fn the_report_draws_the_papers_plots_of_pairs_groups_of_four_and_the_l2_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("p.toml"),
+        "name = \"p\"\ntitle = \"t\"\nkind = \"pairs\"\nmachine = \"northwood\"\n\
+         repetitions = 1\nmax_repetitions = 1\n\
+         workloads = [\"gzip-like\", \"mcf-like\", \"swim-like\"]\n\
+         [pairs]\nplacements = [\"siblings\", \"cores\"]\nwarmup_instructions = 100000\n\
+         measure_instructions = 200000\n",
+    )
+    .unwrap();
+    let asymmetry = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/thesis-asymmetry.toml"),
+    )
+    .unwrap();
+    let four = "workloads = [\"gzip-like\", \"mcf-like\", \"eon-like\", \"swim-like\"]";
+    let asymmetry: String = asymmetry
+        .lines()
+        .map(|l| match l {
+            l if l.starts_with("name =") => "name = \"a\"",
+            l if l.starts_with("workloads =") => four,
+            l => l,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(d.join("a.toml"), asymmetry).unwrap();
+    // Fedorova's L2 sweep, two sizes of a small mix.
+    std::fs::write(
+        d.join("l.toml"),
+        "name = \"l\"\ntitle = \"t\"\nkind = \"fedorova-l2\"\nmachine = \"cmt-fedorova\"\n\
+         set = [\"topology.cores_per_package=2\"]\nrepetitions = 1\nmax_repetitions = 1\n\
+         baseline = \"linux24\"\npolicies = [\"naive\"]\n\
+         workloads = [\"gzip-like\", \"art-like\", \"crafty-like\", \"mcf-like\"]\n\
+         [cmt]\nl2_sizes = [49152, 393216]\ncopies = 1\nwarmup_cycles = 50000\n\
+         measure_cycles = 200000\nsamples = 2\nwindow_instructions = 1000000\nos_seconds = 2.0\n",
+    )
+    .unwrap();
+    let o = smtsched(
+        d,
+        &[
+            "reproduce",
+            "all",
+            "--only",
+            "p.toml,a.toml,l.toml",
+            "-o",
+            "rep",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(d.join("rep/report.html")).unwrap();
+    // Box plots: a box per subject and placement (3 x 2), each filled and outlined, on the
+    // background, and a legend swatch (filled and outlined) per placement.
+    let boxes = figure(&html, "(thesis Figs. 3.2 and 3.6)");
+    assert_eq!(
+        boxes.matches("<rect").count(),
+        1 + 3 * 2 * 2 + 2 * 2,
+        "{boxes}"
+    );
+    for name in ["gzip", "mcf", "swim", "siblings", "cores"] {
+        assert!(
+            boxes.contains(&format!(">\n{name}\n</text>")),
+            "{name}: {boxes}"
+        );
+    }
+    // Distributions: per placement a step at each of the 6 pairs (two corners each), rising
+    // (y pixels fall) from the bottom to the top of the plot.
+    // (The first two Okabe-Ito colours; each placement's legend mark is a two-point line.)
+    let cdf = figure(&html, "(thesis Fig. 3.4)");
+    for colour in ["#0072B2", "#E69F00"] {
+        let lines: Vec<_> = polylines(cdf, colour)
+            .into_iter()
+            .filter(|l| l.len() > 2)
+            .collect();
+        assert_eq!(lines.len(), 1, "{colour}: {cdf}");
+        let l = &lines[0];
+        assert_eq!(l.len(), 12);
+        assert!(
+            l.windows(2).all(|w| w[1].0 >= w[0].0 && w[1].1 <= w[0].1),
+            "{l:?}"
+        );
+    }
+    // One group of four: one step, from none of the groups to all of them.
+    let groups = figure(&html, "(thesis Fig. 3.19)");
+    let steps = polylines(groups, "#0072B2");
+    assert_eq!(steps.len(), 1, "{groups}");
+    assert_eq!(steps[0].len(), 2);
+    let ((x0, y0), (x1, y1)) = (steps[0][0], steps[0][1]);
+    assert!(x0 == x1 && y1 < y0, "{steps:?}");
+    // The L2 sweep: a marked point per size, named on the x axis, higher where report.json's
+    // value is higher (Figs. 4 and 5).
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("rep/report.json")).unwrap()).unwrap();
+    let sizes = v["experiments"][2]["result"]["first_seed"]["result"]
+        .as_array()
+        .unwrap();
+    for (caption, field) in [("Fig. 4)", "ipc"), ("Fig. 5)", "l2_miss_ratio")] {
+        let svg = figure(&html, caption);
+        let heights: Vec<f64> = svg
+            .split("<circle")
+            .skip(1)
+            .map(|c| {
+                let (_, rest) = c.split_once("cy=\"").unwrap();
+                rest[..rest.find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        assert_eq!(heights.len(), 2, "{svg}");
+        let value = |i: usize| sizes[i]["policies"][0]["perf"][field].as_f64().unwrap();
+        // y pixels grow downwards.
+        assert_eq!(
+            value(1) > value(0),
+            heights[1] < heights[0],
+            "{field}: {svg}"
+        );
+        for name in ["48 KB", "384 KB"] {
+            assert!(
+                svg.contains(&format!(">\n{name}\n</text>")),
+                "{name}: {svg}"
+            );
+        }
+    }
+    let png = d.join("report.png");
+    let console = render(&d.join("rep/report.html"), &png);
+    assert!(console.is_empty(), "{console:?}");
+}
+
 /// `report.json` without its timings (the one part two runs of the same experiments differ in).
 fn untimed(path: &Path) -> serde_json::Value {
     let mut v: serde_json::Value =

@@ -44,6 +44,8 @@ pub struct FedorovaRun {
     pub text: String,
     pub json: serde_json::Value,
     pub values: BTreeMap<FedorovaMetric, f64>,
+    /// Figures for the report: (caption, SVG).
+    pub figures: Vec<(String, String)>,
 }
 
 /// Runs a `fedorova-*` experiment.
@@ -388,6 +390,7 @@ fn cpi(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun,
         text: s,
         json,
         values: found(values),
+        figures: Vec::new(),
     })
 }
 
@@ -520,6 +523,7 @@ fn l1(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, 
         text: s,
         json,
         values: found(values),
+        figures: Vec::new(),
     })
 }
 
@@ -1228,7 +1232,43 @@ fn l2(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, 
         text: s,
         json,
         values: found(values),
+        figures: l2_figures(e, &sizes, seed)?,
     })
+}
+
+/// IPC and the L2 miss ratio against the L2 size, as the paper's Figs. 4 and 5.
+fn l2_figures(
+    e: &Experiment,
+    sizes: &[SizeResult],
+    seed: u64,
+) -> Result<Vec<(String, String)>, CacheModelError> {
+    use smtsched_report::lines::{xy_svg, Axes, SeriesLabelPosition};
+    let names: Vec<String> = sizes.iter().map(|r| r.label.clone()).collect();
+    let chart = |label: &str, of: fn(&PolicyResult) -> f64| {
+        let points = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (i as f64, of(&r.policies[0])))
+            .collect();
+        let axes = Axes {
+            title: &format!("{}: {label} by L2 size", e.name),
+            x_label: "L2 size",
+            y_label: label,
+            x_names: Some(&names),
+            legend: SeriesLabelPosition::UpperLeft,
+        };
+        xy_svg(&[(format!("{label}, seed {seed}"), points)], &axes).map_err(bad)
+    };
+    Ok(vec![
+        (
+            format!("Processor IPC of the mix at each L2 size, seed {seed} (the paper's Fig. 4)"),
+            chart("IPC", |p| p.perf.ipc)?,
+        ),
+        (
+            format!("L2 miss ratio of the mix at each L2 size, seed {seed} (the paper's Fig. 5)"),
+            chart("L2 miss ratio", |p| p.perf.l2_miss_ratio)?,
+        ),
+    ])
 }
 
 fn balance_set(
@@ -1251,6 +1291,7 @@ fn balance_set(
         json: json_of(e, &sizes),
         text: balance_text(e, &mix, &ctxs, &sizes),
         values: found(balance_values(&sizes)),
+        figures: Vec::new(),
     })
 }
 

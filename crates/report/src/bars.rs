@@ -45,7 +45,7 @@ pub fn placement_svg(rows: &[PlacementBar], title: &str) -> Result<String, Strin
                 .caption(&label, ("sans-serif", 14))
                 .x_label_area_size(30)
                 .y_label_area_size(60)
-                .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+                .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
                 .map_err(|e| e.to_string())?;
             chart
                 .configure_mesh()
@@ -127,7 +127,7 @@ pub fn interval_svg(
             .caption(title, ("sans-serif", 16))
             .x_label_area_size(30)
             .y_label_area_size(60)
-            .build_cartesian_2d((0..n).into_segmented(), 0.0..top)
+            .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
             .map_err(|e| e.to_string())?;
         chart
             .configure_mesh()
@@ -229,5 +229,8 @@ mod tests {
         }
         assert_eq!(svg.matches("#0072B2").count(), 2);
         assert!(interval_svg(&[], "t", "y").is_err());
+        // One row is one bar (the axis has as many slots as rows).
+        let one = interval_svg(&rows[..1], "t", "y").unwrap();
+        assert_eq!(one.matches("#0072B2").count(), 1);
     }
 }

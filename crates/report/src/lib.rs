@@ -2,6 +2,7 @@
 //! writing files without leaving half-written ones.
 
 pub mod bars;
+pub mod boxes;
 pub mod csv;
 pub mod diff;
 pub mod heatmap;

@@ -62,6 +62,18 @@ pub fn summarize(m: &PrMatrix) -> Option<MatrixSummary> {
     })
 }
 
+/// For each workload, the system speedups (PR + PR) of the pairs it is in, its self-pair once.
+pub fn speedups_by_subject(m: &PrMatrix) -> Vec<Vec<f64>> {
+    let mut by = vec![Vec::new(); m.workloads.len()];
+    for p in &m.pairs {
+        by[p.a].push(p.pr_a + p.pr_b);
+        if p.b != p.a {
+            by[p.b].push(p.pr_a + p.pr_b);
+        }
+    }
+    by
+}
+
 /// A workload name without the `-like` suffix, for narrow columns.
 pub fn short_name(name: &str) -> &str {
     name.strip_suffix("-like").unwrap_or(name)
@@ -253,6 +265,19 @@ mod tests {
         assert_eq!((s.best.a.as_str(), s.best.b.as_str()), ("y", "y"));
         assert!((s.best.speedup - 1.6).abs() < 1e-12);
         assert!((s.self_pair_mean.unwrap() - 1.35).abs() < 1e-12);
+    }
+
+    #[test]
+    fn each_subject_gets_the_speedups_of_its_pairs_and_its_self_pair_once() {
+        // Pairs (x, x) 0.5 + 0.6, (x, y) 0.7 + 0.4, (y, y) 0.8 + 0.8.
+        let by = speedups_by_subject(&two());
+        let round = |v: &[f64]| {
+            v.iter()
+                .map(|x| (x * 1e9).round() / 1e9)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(round(&by[0]), vec![1.1, 1.1]);
+        assert_eq!(round(&by[1]), vec![1.1, 1.6]);
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub(super) fn pairs(
         );
         text.push_str(&pairs::render(&r));
         text.push_str(&paper_text(&e.paper));
-        let figures = r
+        let mut figures = r
             .iter()
             .map(|x| {
                 let caption = format!(
@@ -44,6 +44,7 @@ pub(super) fn pairs(
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(RunError::Bad)?;
+        figures.extend(speedup_figures(e, &r, seed).map_err(RunError::Bad)?);
         Ok(SeedRun {
             claim_values: e
                 .pairs
@@ -57,6 +58,66 @@ pub(super) fn pairs(
         })
     };
     over_seeds(e, o, p, &claims, &one)
+}
+
+/// The system speedups of seed `seed`'s pairs: per subject as box plots, a box per placement
+/// side by side (thesis Figs. 3.2 and 3.6), and their distribution per placement (Fig. 3.4).
+fn speedup_figures(
+    e: &Experiment,
+    r: &[pairs::PlacementResult],
+    seed: u64,
+) -> Result<Vec<(String, String)>, String> {
+    use smtsched_report::boxes::{boxplot_svg, BoxGroup};
+    use smtsched_report::lines::{cdf_points, xy_svg, Axes, SeriesLabelPosition};
+    use smtsched_report::matrix::{short_name, speedups_by_subject};
+    let Some(first) = r.first() else {
+        return Ok(Vec::new());
+    };
+    let by_subject: Vec<Vec<Vec<f64>>> = r.iter().map(|x| speedups_by_subject(&x.matrix)).collect();
+    let groups: Vec<BoxGroup> = first
+        .matrix
+        .workloads
+        .iter()
+        .enumerate()
+        .map(|(i, w)| BoxGroup {
+            name: short_name(w).to_string(),
+            samples: by_subject.iter().map(|s| s[i].clone()).collect(),
+        })
+        .collect();
+    let placements: Vec<String> = r.iter().map(|x| x.placement.to_string()).collect();
+    let boxes = boxplot_svg(
+        &groups,
+        &placements,
+        &format!("{}: system speedup of each subject's pairs", e.name),
+        "system speedup",
+    )?;
+    let cdfs: Vec<(String, Vec<(f64, f64)>)> = r
+        .iter()
+        .map(|x| {
+            let speedups: Vec<f64> = x.matrix.pairs.iter().map(|p| p.pr_a + p.pr_b).collect();
+            (x.placement.to_string(), cdf_points(&speedups))
+        })
+        .collect();
+    let cdf = xy_svg(
+        &cdfs,
+        &Axes {
+            title: &format!("{}: distribution of the pairs' system speedups", e.name),
+            x_label: "system speedup",
+            y_label: "share of pairs at most that",
+            x_names: None,
+            legend: SeriesLabelPosition::UpperLeft,
+        },
+    )?;
+    Ok(vec![
+        (
+            format!("System speedup of each subject with every background, per placement, seed {seed}: box from the first to the third quartile, median across it, whiskers to the most extreme pair within 1.5 IQR, crosses beyond (thesis Figs. 3.2 and 3.6)"),
+            boxes,
+        ),
+        (
+            format!("Share of the pairs whose system speedup is at most x, per placement, seed {seed} (thesis Fig. 3.4)"),
+            cdf,
+        ),
+    ])
 }
 
 pub(super) fn asymmetry(
@@ -94,10 +155,34 @@ pub(super) fn asymmetry(
                 .map(|c| Some(r.metric(c.metric)))
                 .collect(),
             json: serde_json::json!({"result": r, "paper": e.paper}),
-            figures: Vec::new(),
+            figures: vec![ratio_cdf(e, &r, seed).map_err(RunError::Bad)?],
         })
     };
     over_seeds(e, o, p, &claims, &one)
+}
+
+/// The distribution of the best allocation's lead over the worst (thesis Fig. 3.19).
+fn ratio_cdf(
+    e: &Experiment,
+    r: &crate::experiment::AsymmetryResult,
+    seed: u64,
+) -> Result<(String, String), String> {
+    use smtsched_report::lines::{cdf_points, xy_svg, Axes, SeriesLabelPosition};
+    let ratios: Vec<f64> = r.groups.iter().map(|g| g.best_over_worst).collect();
+    let svg = xy_svg(
+        &[("groups of four".to_string(), cdf_points(&ratios))],
+        &Axes {
+            title: &format!("{}: best allocation over worst", e.name),
+            x_label: "system speedup of the best allocation / of the worst",
+            y_label: "share of groups at most that",
+            x_names: None,
+            legend: SeriesLabelPosition::UpperLeft,
+        },
+    )?;
+    Ok((
+        format!("Share of the groups of four whose best allocation beats the worst by at most x, seed {seed} (thesis Fig. 3.19)"),
+        svg,
+    ))
 }
 
 fn asymmetry_text(

@@ -241,7 +241,7 @@ fn fedorova(e: &Experiment, o: &RunOptions, p: &dyn Progress) -> Result<KindOutc
                 .collect(),
             text: r.text,
             json: r.json,
-            figures: Vec::new(),
+            figures: r.figures,
         })
     };
     over_seeds(e, o, p, &claims, &one)
