@@ -464,12 +464,33 @@ fn a_configurations_experiment_is_the_runs_it_declares() {
         ],
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let cells = v["result"]["cells"].as_array().unwrap();
-    let values = |name: &str| -> Vec<f64> {
+    let values_of = |v: &serde_json::Value, name: &str| -> Vec<f64> {
+        let cells = v["result"]["cells"].as_array().unwrap();
         let c = cells.iter().find(|c| c["config"] == name).unwrap();
         let reps = c["values"].as_array().unwrap();
         reps.iter().map(|r| r[0].as_f64().unwrap()).collect()
     };
+    let values = |name: &str| values_of(&v, name);
+    // Repetition r depends on seed + r alone: run in batches while the claim stays open (one,
+    // then one more, ...) its values are those of the three run at once.
+    let out = smtsched(
+        d,
+        &[
+            "reproduce",
+            "two.toml",
+            "--json",
+            "--repetitions",
+            "1",
+            "--max-repetitions",
+            "3",
+        ],
+    );
+    let batched: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for name in ["1T", "2T"] {
+        let b = values_of(&batched, name);
+        assert!(b.len() >= 2, "one repetition decides nothing: {b:?}");
+        assert_eq!(b, values(name)[..b.len()], "{name}");
+    }
     let ratios: Vec<f64> = values("2T")
         .iter()
         .zip(values("1T"))

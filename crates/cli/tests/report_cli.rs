@@ -149,6 +149,32 @@ fn reproduce_all_writes_a_report_that_renders_in_chromium() {
             assert_eq!(line.contains(&format!("{label}:")), n > 0, "{line}");
         }
     }
+    // The paper's findings and the departures from them are in the open, after the claims and
+    // before the collapsed tables, as the experiment file states them.
+    let http = include_str!("../../../experiments/thesis-http.toml");
+    let http: toml::Value = toml::from_str(http).unwrap();
+    let section = html.split("<section id=\"thesis-http\">").nth(1).unwrap();
+    let open = section.split("<details>").next().unwrap();
+    for (heading, list) in [
+        ("<h3>The paper (", "findings"),
+        (
+            "<h3>Where this simulation departs from what was measured</h3>",
+            "departures",
+        ),
+    ] {
+        assert!(open.contains(heading), "{heading}: {open}");
+        for item in http["paper"][list].as_array().unwrap() {
+            let item = item
+                .as_str()
+                .unwrap()
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&quot;")
+                .replace('\'', "&#39;");
+            assert!(open.contains(&format!("<li>{item}</li>")), "{item}");
+        }
+    }
     assert!(std::fs::metadata(rep.join("report.html")).unwrap().len() < 5 << 20);
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     assert!(md.contains("## thesis-set-a") && md.contains("## thesis-http"));
@@ -437,10 +463,13 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
     assert!((total - cpu.iter().sum::<f64>()).abs() < 1e-6 * total);
     assert!(total <= used + 0.01, "{total} CPU s reported, {used} used");
     let md = std::fs::read_to_string(d.join("merged/report.md")).unwrap();
-    assert!(
-        md.contains("(merged shards: the experiments' own times add up to"),
-        "{md}"
-    );
+    // (The shards' CPU time is their own, not the whole run's.)
+    let merged = json("merged")["cpu_seconds"].as_f64().unwrap();
+    let took = format!("(merged shards, {merged:.0} CPU s; the experiments' own times add up to");
+    assert!(md.contains(&took), "{md}");
+    let md = std::fs::read_to_string(d.join("whole/report.md")).unwrap();
+    let took = format!("s wall clock, {total:.0} CPU s; the experiments ran side by side");
+    assert!(md.contains(&took), "{md}");
     // Shards of another run (another seed), a missing shard or one given twice never merge.
     run(&["--seed", "2", "--shard", "2/2", "-o", "t2.json"]);
     for (files, says) in [

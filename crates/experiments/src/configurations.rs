@@ -420,6 +420,11 @@ pub struct Common<'a> {
     pub overrides: &'a [Override],
     pub baseline: Baseline,
     pub duration_s: f64,
+    /// The seed of the oracle's samples: the experiment's, the same for every repetition (as
+    /// the policies experiments' oracle), so that repetition r's result depends on seed + r
+    /// alone, not on how the repetitions were batched.
+    pub oracle_seed: u64,
+    /// The scheduler's seed of the first repetition here.
     pub seed: u64,
     pub repetitions: u32,
 }
@@ -512,7 +517,7 @@ fn run_group(
     let first = &jobs[0].config.name;
     let at = |e: String| format!("config {first:?}: {e}");
     let m = load_machine(&key.machine, common.overrides).map_err(|e| at(e.to_string()))?;
-    let oracle = SimulatedOracle::for_set(&m, &jobs[0].set, common.seed, key.kernel)
+    let oracle = SimulatedOracle::for_set(&m, &jobs[0].set, common.oracle_seed, key.kernel)
         .map_err(|e| at(e.to_string()))?;
     jobs.iter()
         .map(|job| {

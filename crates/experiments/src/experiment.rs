@@ -499,7 +499,7 @@ pub fn judge(claim: &Claim, results: &[PolicyRuns]) -> Judgement {
         difference: None,
         compared,
     };
-    let mut worst: Option<Judgement> = None;
+    let mut judged = Vec::new();
     for (a, b) in pairs {
         let compared = format!("{a} - {b}");
         let (Some(va), Some(vb)) = (values(&a), values(&b)) else {
@@ -509,24 +509,31 @@ pub fn judge(claim: &Claim, results: &[PolicyRuns]) -> Judgement {
         let Some(i) = MeanInterval::of(&d) else {
             return unchecked(compared);
         };
-        let j = Judgement {
+        judged.push(Judgement {
             verdict: i.above(0.0),
             difference: Some(i),
             compared,
-        };
-        let rank = |v: Verdict| match v {
-            Verdict::DoesNotHold => 0,
-            Verdict::Inconclusive => 1,
-            Verdict::Holds => 2,
-        };
-        if worst
-            .as_ref()
-            .is_none_or(|w| rank(j.verdict) < rank(w.verdict))
-        {
-            worst = Some(j);
-        }
+        });
     }
-    worst.unwrap_or_else(|| unchecked("nothing".into()))
+    deciding(judged).unwrap_or_else(|| unchecked("nothing".into()))
+}
+
+/// Of comparisons that must all hold, the one that decides the claim: the worst verdict, and
+/// among comparisons with that verdict the smallest difference — the clearest counter-example
+/// of a claim that does not hold (for "ipc is the least fair", the policy that is least fair),
+/// the narrowest margin of one that holds.
+fn deciding(judged: Vec<Judgement>) -> Option<Judgement> {
+    let rank = |v: Verdict| match v {
+        Verdict::DoesNotHold => 0,
+        Verdict::Inconclusive => 1,
+        Verdict::Holds => 2,
+    };
+    let mean = |j: &Judgement| j.difference.map_or(f64::NAN, |i| i.mean);
+    judged.into_iter().min_by(|x, y| {
+        rank(x.verdict)
+            .cmp(&rank(y.verdict))
+            .then(mean(x).total_cmp(&mean(y)))
+    })
 }
 
 /// What an asymmetry claim reads from the result.
@@ -677,4 +684,49 @@ pub fn run_asymmetry(
             / ratios.len().max(1) as f64,
         groups,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compared(name: &str, differences: &[f64]) -> Judgement {
+        let i = MeanInterval::of(differences).unwrap();
+        Judgement {
+            verdict: i.above(0.0),
+            difference: Some(i),
+            compared: name.into(),
+        }
+    }
+
+    /// "ipc is the least fair" against three others: naive and plan both beat it, plan by more,
+    /// so plan's comparison is the one shown; when every comparison holds, the narrowest does.
+    #[test]
+    fn the_deciding_comparison_is_the_clearest_counter_example_or_the_narrowest_margin() {
+        let fails = deciding(vec![
+            compared("basic - ipc", &[0.10, 0.11, 0.12]),
+            compared("naive - ipc", &[-0.06, -0.07, -0.08]),
+            compared("plan - ipc", &[-0.17, -0.18, -0.19]),
+        ])
+        .unwrap();
+        assert_eq!(fails.verdict, Verdict::DoesNotHold);
+        assert_eq!(fails.compared, "plan - ipc");
+        let holds = deciding(vec![
+            compared("a - x", &[0.30, 0.31, 0.32]),
+            compared("b - x", &[0.10, 0.11, 0.12]),
+        ])
+        .unwrap();
+        assert_eq!(
+            (holds.verdict, holds.compared.as_str()),
+            (Verdict::Holds, "b - x")
+        );
+        // An undecided comparison outranks any that holds, whatever its size.
+        let open = deciding(vec![
+            compared("a - x", &[0.10, 0.11, 0.12]),
+            compared("b - x", &[0.5, -0.4, 0.6]),
+        ])
+        .unwrap();
+        assert_eq!(open.compared, "b - x");
+        assert!(deciding(Vec::new()).is_none());
+    }
 }

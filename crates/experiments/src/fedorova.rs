@@ -68,7 +68,7 @@ pub fn reproduce(
         }
     };
     run.text.push_str(&format!(
-        "\nseed {seed}; {:.1} s of wall-clock time on {} host threads\n",
+        "\nseed {seed} took {:.1} s of wall-clock time on {} host threads\n",
         started.elapsed().as_secs_f64(),
         rayon::current_num_threads()
     ));

@@ -93,12 +93,25 @@ pub struct Outcome {
     pub claims: Vec<ClaimOutcome>,
     /// (caption, SVG).
     pub figures: Vec<(String, String)>,
+    /// What the paper shows, found and where this simulation departs from it, for a reader to
+    /// see beside the claims.
+    #[serde(default)]
+    pub paper: PaperNotes,
     /// Wall-clock time from start to end (beside whatever else ran then).
     pub seconds: f64,
     /// CPU time its own threads used ([`run_on_own_threads`]); `None` when it ran on a shared
     /// pool, where its threads also ran other work.
     #[serde(default)]
     pub cpu_seconds: Option<f64>,
+}
+
+/// The paper's figure or table, its findings and this simulation's departures from them, as
+/// the experiment file states them.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PaperNotes {
+    pub figure: String,
+    pub findings: Vec<String>,
+    pub departures: Vec<String>,
 }
 
 /// A claim as a report shows it.
@@ -151,6 +164,11 @@ pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcom
         json: k.json,
         claims: k.claims,
         figures: k.figures,
+        paper: PaperNotes {
+            figure: e.paper.figure.clone(),
+            findings: e.paper.findings.clone(),
+            departures: e.paper.departures.clone(),
+        },
         seconds: started.elapsed().as_secs_f64(),
         cpu_seconds: None,
     })
@@ -211,6 +229,15 @@ pub(crate) fn cap(e: &Experiment, o: &RunOptions) -> u32 {
     o.max_repetitions
         .or(e.max_repetitions)
         .unwrap_or(DEFAULT_MAX_REPETITIONS)
+}
+
+/// The note that more repetitions run because a claim is still undecided.
+fn more_repetitions(experiment: &str, done: u32, more: u32) -> String {
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    format!(
+        "{experiment}: a claim is inconclusive after {done} repetition{}; running {more} more",
+        plural(done)
+    )
 }
 
 /// "The paper (figure):" and its findings, as every report ends.

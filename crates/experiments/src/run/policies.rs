@@ -1,7 +1,10 @@
 //! A policies experiment: the task set under each policy, repeated with seeds seed, seed+1, …,
 //! and each claim judged on the per-seed differences between policies.
 
-use super::{paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use super::{
+    more_repetitions, paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError,
+    RunOptions,
+};
 use crate::configurations::interval_text;
 use crate::experiment::{judge, metric, metric_values, Experiment, Judgement, PolicyMetric};
 use smtsched_model::{CpuSet, KernelBuild, MachineModel};
@@ -131,10 +134,7 @@ fn runs_until_decided(
     };
     while done < cap && undecided(&results) {
         let more = done.min(cap - done);
-        p.note(&format!(
-            "{}: a claim is inconclusive after {done} repetitions; running {more} more",
-            e.name
-        ));
+        p.note(&more_repetitions(&e.name, done, more));
         let next = SimConfig {
             seed: cfg.seed + done as u64,
             ..cfg.clone()

@@ -4,7 +4,9 @@
 //! lies inside its range, does not hold when it lies outside, and is inconclusive otherwise —
 //! so more seeds run (doubling) until every claim is decided or the cap is reached.
 
-use super::{cap, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use super::{
+    cap, more_repetitions, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions,
+};
 use crate::configurations::interval_text;
 use crate::experiment::Experiment;
 use smtsched_report::verdict::{MeanInterval, Verdict};
@@ -68,11 +70,7 @@ pub(super) fn over_seeds(
             .any(|c| c.verdict == Verdict::Inconclusive)
     {
         let more = runs.len().min(cap - runs.len());
-        p.note(&format!(
-            "{}: a claim is inconclusive after {} seeds; running {more} more",
-            e.name,
-            runs.len()
-        ));
+        p.note(&more_repetitions(&e.name, runs.len() as u32, more as u32));
         add(&mut runs, more)?;
     }
     let outcomes = judged(claims, &runs);
@@ -129,15 +127,23 @@ fn judged(claims: &[RangeClaim], runs: &[SeedRun]) -> Vec<ClaimOutcome> {
                 says: c.says.to_string(),
                 verdict,
                 evidence: format!(
-                    "[{}] {} ({value}; range [{}, {}])",
+                    "[{}] {} (claimed {}; measured {value})",
                     verdict.label(),
                     c.says,
-                    c.within[0],
-                    c.within[1]
+                    band(c.within)
                 ),
             }
         })
         .collect()
+}
+
+/// A claim's range as words: "within [1.36, 1.56]", or "at least 1" when it has no upper end.
+fn band([lo, hi]: [f64; 2]) -> String {
+    match (lo.is_finite(), hi.is_finite()) {
+        (true, false) => format!("at least {lo}"),
+        (false, true) => format!("at most {hi}"),
+        _ => format!("within [{lo}, {hi}]"),
+    }
 }
 
 #[cfg(test)]
@@ -178,7 +184,19 @@ mod tests {
             [Verdict::Holds, Verdict::DoesNotHold, Verdict::Inconclusive]
         );
         let e = &judged(&claims, &runs)[2].evidence;
-        assert!(e.contains("1.100 [0.852, 1.348] n=3"), "{e}");
+        assert!(
+            e.contains("(claimed within [1, 2]; measured 1.100 [0.852, 1.348] n=3)"),
+            "{e}"
+        );
+        let open_ended = RangeClaim {
+            says: "above a half",
+            within: [0.5, f64::INFINITY],
+        };
+        let e = &judged(&[open_ended], &runs)[0].evidence;
+        assert!(
+            e.starts_with("[holds] above a half (claimed at least 0.5; measured 1.100"),
+            "{e}"
+        );
         // One seed decides nothing; a missing value is inconclusive.
         let one = &judged(&claims[..1], &runs[..1])[0];
         assert_eq!(one.verdict, Verdict::Inconclusive);

@@ -1,7 +1,10 @@
 //! A configurations experiment: one task set in several configurations of machine and kernel,
 //! repeated while a claim is inconclusive, each claim judged on per-seed ratios.
 
-use super::{paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions};
+use super::{
+    more_repetitions, paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError,
+    RunOptions,
+};
 use crate::configurations::{self, claim_line, Common, ConfigResults};
 use crate::experiment::Experiment;
 use smtsched_model::Override;
@@ -20,6 +23,7 @@ pub(super) fn run(
         overrides: &overrides,
         baseline: e.baseline,
         duration_s: o.duration_s.unwrap_or(e.duration_s),
+        oracle_seed: o.seed,
         seed: o.seed,
         repetitions: repetitions(e, o)?,
     };
@@ -50,10 +54,7 @@ pub(super) fn run(
     while r.repetitions() < cap && undecided(&r) {
         let done = r.repetitions();
         let more = done.min(cap - done);
-        p.note(&format!(
-            "{}: a claim is inconclusive after {done} repetitions; running {more} more",
-            e.name
-        ));
+        p.note(&more_repetitions(&e.name, done as u32, more as u32));
         r.extend(run(&Common {
             seed: common.seed + done as u64,
             repetitions: more as u32,

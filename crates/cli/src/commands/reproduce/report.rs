@@ -6,7 +6,7 @@
 use super::super::write_files;
 use anyhow::Result;
 use serde::Serialize;
-use smtsched_experiments::run::{ClaimOutcome, Outcome};
+use smtsched_experiments::run::{ClaimOutcome, Outcome, PaperNotes};
 use smtsched_report::verdict::Verdict;
 use smtsched_report::Table;
 use std::path::Path;
@@ -43,6 +43,8 @@ struct ExperimentReport<'a> {
     seconds: f64,
     cpu_seconds: Option<f64>,
     claims: &'a [ClaimOutcome],
+    /// The paper's figure, findings and this simulation's departures, as the experiment states.
+    paper: &'a PaperNotes,
     result: &'a serde_json::Value,
 }
 
@@ -80,6 +82,7 @@ pub fn report(seed: u64, outcomes: &[Outcome], wall_seconds: Option<f64>) -> Rep
                 seconds: o.seconds,
                 cpu_seconds: o.cpu_seconds,
                 claims: &o.claims,
+                paper: &o.paper,
                 result: &o.json,
             })
             .collect(),
@@ -151,19 +154,45 @@ fn verdict_table(r: &Report) -> String {
 /// (each experiment's is its wall time beside the others), and the CPU time they used.
 fn time_taken(r: &Report) -> String {
     let used = match r.cpu_seconds {
-        Some(c) => format!(", using {c:.0} CPU s"),
+        Some(c) => format!(", {c:.0} CPU s"),
         None => String::new(),
     };
     match r.wall_seconds {
         Some(w) => format!(
-            "{w:.0} s; the experiments' own times, side by side, add up to {:.0} s{used}",
+            "{w:.0} s wall clock{used}; the experiments ran side by side, their own times adding up to {:.0} s",
             r.seconds
         ),
         None => format!(
-            "merged shards: the experiments' own times add up to {:.0} s{used}",
+            "merged shards{used}; the experiments' own times add up to {:.0} s",
             r.seconds
         ),
     }
+}
+
+/// The paper's findings and this simulation's departures from them, in the open beside the
+/// claims (the tables below repeat them with the results).
+fn paper_html(p: &PaperNotes) -> String {
+    let list = |items: &[String]| -> String {
+        items
+            .iter()
+            .map(|i| format!("<li>{}</li>\n", esc(i)))
+            .collect()
+    };
+    let mut html = String::new();
+    if !p.findings.is_empty() {
+        html.push_str(&format!(
+            "<h3>The paper ({})</h3>\n<ul class=\"paper\">\n{}</ul>\n",
+            esc(&p.figure),
+            list(&p.findings)
+        ));
+    }
+    if !p.departures.is_empty() {
+        html.push_str(&format!(
+            "<h3>Where this simulation departs from what was measured</h3>\n<ul class=\"paper\">\n{}</ul>\n",
+            list(&p.departures)
+        ));
+    }
+    html
 }
 
 /// An experiment's CPU time as a table shows it ("-" if unknown).
@@ -285,6 +314,7 @@ fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
             }
             body.push_str("</ul>\n");
         }
+        body.push_str(&paper_html(&o.paper));
         for (caption, svg) in &o.figures {
             // An SVG document's own XML declaration is not allowed inline.
             let svg = svg.trim_start_matches(|c| c != '<');
@@ -321,4 +351,5 @@ ul.claims li{margin:.3em 0;padding:.2em .5em;border-radius:3px;list-style:none}
 pre{font-size:80%;overflow-x:auto;background:#f7f7f7;padding:.5em}
 figure{margin:1em 0}svg{max-width:100%;height:auto}
 section{border-top:1px solid #ccc;margin-top:2em}
+h3{font-size:100%;margin:1em 0 .3em}ul.paper{margin-top:0;font-size:95%}
 ";
