@@ -273,7 +273,7 @@ fn tally(claims: &[ClaimOutcome]) -> String {
 
 fn html(r: &Report, outcomes: &[Outcome], json: &str) -> String {
     let mut body = format!(
-        "<h1>smtsched: what of the seed papers reproduces</h1>\n<p class=\"meta\">smtsched {} · \
+        "<h1>smtsched: which results of the seed papers the simulation reproduces</h1>\n<p class=\"meta\">smtsched {} · \
          seed {} · {}</p>\n<p class=\"counts\"><span class=\"holds\">{} hold</span> \
          <span class=\"fails\">{} do not hold</span> <span class=\"open\">{} inconclusive</span></p>\n<nav><ul>\n",
         esc(r.version),
