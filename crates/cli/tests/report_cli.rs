@@ -315,19 +315,28 @@ fn the_report_draws_the_papers_plots_of_pairs_groups_of_four_and_the_l2_sweep() 
     // (y pixels fall) from the bottom to the top of the plot.
     // (The first two Okabe-Ito colours; each placement's legend mark is a two-point line.)
     let cdf = figure(&html, "(thesis Fig. 3.4)");
-    for colour in ["#0072B2", "#E69F00"] {
-        let lines: Vec<_> = polylines(cdf, colour)
-            .into_iter()
-            .filter(|l| l.len() > 2)
-            .collect();
-        assert_eq!(lines.len(), 1, "{colour}: {cdf}");
-        let l = &lines[0];
+    let lines: Vec<Vec<(f64, f64)>> = ["#0072B2", "#E69F00"]
+        .iter()
+        .map(|colour| {
+            let mut l: Vec<_> = polylines(cdf, colour)
+                .into_iter()
+                .filter(|l| l.len() > 2)
+                .collect();
+            assert_eq!(l.len(), 1, "{colour}: {cdf}");
+            l.remove(0)
+        })
+        .collect();
+    for l in &lines {
         assert_eq!(l.len(), 12);
         assert!(
             l.windows(2).all(|w| w[1].0 >= w[0].0 && w[1].1 <= w[0].1),
             "{l:?}"
         );
     }
+    // Both start at a share of 0 and end at 1: the same heights, the end above the start.
+    let ends = |l: &Vec<(f64, f64)>| (l[0].1, l[l.len() - 1].1);
+    assert_eq!(ends(&lines[0]), ends(&lines[1]));
+    assert!(ends(&lines[0]).1 < ends(&lines[0]).0);
     // One group of four: one step, from none of the groups to all of them.
     let groups = figure(&html, "(thesis Fig. 3.19)");
     let steps = polylines(groups, "#0072B2");

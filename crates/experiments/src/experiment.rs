@@ -519,20 +519,29 @@ pub fn judge(claim: &Claim, results: &[PolicyRuns]) -> Judgement {
 }
 
 /// Of comparisons that must all hold, the one that decides the claim: the worst verdict, and
-/// among comparisons with that verdict the smallest difference — the clearest counter-example
-/// of a claim that does not hold (for "ipc is the least fair", the policy that is least fair),
-/// the narrowest margin of one that holds.
+/// among comparisons with that verdict the one nearest to failing — the lowest end of its
+/// interval when all hold (the narrowest margin), else the lowest mean difference (for a claim
+/// that does not hold, the clearest counter-example: for "ipc is the least fair", the policy
+/// that is least fair).
 fn deciding(judged: Vec<Judgement>) -> Option<Judgement> {
     let rank = |v: Verdict| match v {
         Verdict::DoesNotHold => 0,
         Verdict::Inconclusive => 1,
         Verdict::Holds => 2,
     };
-    let mean = |j: &Judgement| j.difference.map_or(f64::NAN, |i| i.mean);
+    let key = |j: &Judgement| {
+        j.difference.map_or(f64::NAN, |i| {
+            if j.verdict == Verdict::Holds {
+                i.lo
+            } else {
+                i.mean
+            }
+        })
+    };
     judged.into_iter().min_by(|x, y| {
         rank(x.verdict)
             .cmp(&rank(y.verdict))
-            .then(mean(x).total_cmp(&mean(y)))
+            .then(key(x).total_cmp(&key(y)))
     })
 }
 
@@ -711,9 +720,11 @@ mod tests {
         .unwrap();
         assert_eq!(fails.verdict, Verdict::DoesNotHold);
         assert_eq!(fails.compared, "plan - ipc");
+        // b's mean is the larger, but its interval reaches nearer to 0 (t(0.975, 2) = 4.303:
+        // a's 0.11 ± 0.025, b's 0.30 ± 0.25).
         let holds = deciding(vec![
-            compared("a - x", &[0.30, 0.31, 0.32]),
-            compared("b - x", &[0.10, 0.11, 0.12]),
+            compared("a - x", &[0.10, 0.11, 0.12]),
+            compared("b - x", &[0.20, 0.30, 0.40]),
         ])
         .unwrap();
         assert_eq!(

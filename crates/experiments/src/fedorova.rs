@@ -1232,16 +1232,13 @@ fn l2(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, 
         text: s,
         json,
         values: found(values),
-        figures: l2_figures(e, &sizes, seed)?,
+        figures: l2_figures(e, &sizes, seed),
     })
 }
 
-/// IPC and the L2 miss ratio against the L2 size, as the paper's Figs. 4 and 5.
-fn l2_figures(
-    e: &Experiment,
-    sizes: &[SizeResult],
-    seed: u64,
-) -> Result<Vec<(String, String)>, CacheModelError> {
+/// IPC and the L2 miss ratio against the L2 size, as the paper's Figs. 4 and 5 (a chart that
+/// cannot be drawn, such as of one size, is left out).
+fn l2_figures(e: &Experiment, sizes: &[SizeResult], seed: u64) -> Vec<(String, String)> {
     use smtsched_report::lines::{xy_svg, Axes, SeriesLabelPosition};
     let names: Vec<String> = sizes.iter().map(|r| r.label.clone()).collect();
     let chart = |label: &str, of: fn(&PolicyResult) -> f64| {
@@ -1257,18 +1254,22 @@ fn l2_figures(
             x_names: Some(&names),
             legend: SeriesLabelPosition::UpperLeft,
         };
-        xy_svg(&[(format!("{label}, seed {seed}"), points)], &axes).map_err(bad)
+        xy_svg(&[(format!("{label}, seed {seed}"), points)], &axes)
     };
-    Ok(vec![
+    let figures = [
         (
             format!("Processor IPC of the mix at each L2 size, seed {seed} (the paper's Fig. 4)"),
-            chart("IPC", |p| p.perf.ipc)?,
+            chart("IPC", |p| p.perf.ipc),
         ),
         (
             format!("L2 miss ratio of the mix at each L2 size, seed {seed} (the paper's Fig. 5)"),
-            chart("L2 miss ratio", |p| p.perf.l2_miss_ratio)?,
+            chart("L2 miss ratio", |p| p.perf.l2_miss_ratio),
         ),
-    ])
+    ];
+    figures
+        .into_iter()
+        .filter_map(|(caption, svg)| Some((caption, svg.ok()?)))
+        .collect()
 }
 
 fn balance_set(

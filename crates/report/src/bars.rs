@@ -2,6 +2,7 @@
 //! (`measure server`).
 
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// One placement's bars: (mean, sd) of each quantity; no sd (and no whisker) for one repetition,
 /// whose spread is unknown.
@@ -19,6 +20,7 @@ pub fn placement_svg(rows: &[PlacementBar], title: &str) -> Result<String, Strin
     if rows.is_empty() {
         return Err("no placements to draw".into());
     }
+    let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 420)).into_drawing_area();
@@ -27,76 +29,106 @@ pub fn placement_svg(rows: &[PlacementBar], title: &str) -> Result<String, Strin
             .titled(title, ("sans-serif", 18))
             .map_err(|e| e.to_string())?;
         let (left, right) = root.split_horizontally(450);
+        // Okabe-Ito blue and vermilion: distinguishable with any colour vision.
         let panels = [
-            (left, rows[0].throughput_label.clone(), true),
-            (right, rows[0].latency_label.clone(), false),
+            (left, &rows[0].throughput_label, true, RGBColor(0, 114, 178)),
+            (right, &rows[0].latency_label, false, RGBColor(213, 94, 0)),
         ];
-        for (area, label, throughput) in panels {
-            let value = |r: &PlacementBar| if throughput { r.throughput } else { r.p99_ms };
-            let top = rows
+        for (area, label, throughput, colour) in panels {
+            let bars: Vec<Bar> = rows
                 .iter()
-                .map(|r| value(r).0 + value(r).1.unwrap_or(0.0))
-                .fold(0.0f64, f64::max)
-                .max(1e-9)
-                * 1.15;
-            let n = rows.len() as i32;
-            let mut chart = ChartBuilder::on(&area)
-                .margin(12)
-                .caption(&label, ("sans-serif", 14))
-                .x_label_area_size(30)
-                .y_label_area_size(60)
-                .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
-                .map_err(|e| e.to_string())?;
-            chart
-                .configure_mesh()
-                .disable_x_mesh()
-                .x_label_formatter(&|x| match x {
-                    SegmentValue::CenterOf(i) => rows
-                        .get(*i as usize)
-                        .map_or(String::new(), |r| r.name.clone()),
-                    _ => String::new(),
+                .map(|r| {
+                    let (m, sd) = if throughput { r.throughput } else { r.p99_ms };
+                    Bar {
+                        value: m,
+                        whisker: sd.map(|sd| ((m - sd).max(0.0), m + sd)),
+                    }
                 })
-                .draw()
-                .map_err(|e| e.to_string())?;
-            // Okabe-Ito blue and vermilion: distinguishable with any colour vision.
-            let colour = if throughput {
-                RGBColor(0, 114, 178)
-            } else {
-                RGBColor(213, 94, 0)
+                .collect();
+            let panel = Panel {
+                caption: (label, 14),
+                y_label: "",
+                colour,
             };
-            chart
-                .draw_series(rows.iter().enumerate().map(|(i, r)| {
-                    let i = i as i32;
-                    let mut bar = Rectangle::new(
-                        [
-                            (SegmentValue::Exact(i), 0.0),
-                            (SegmentValue::Exact(i + 1), value(r).0),
-                        ],
-                        colour.filled(),
-                    );
-                    bar.set_margin(0, 0, 12, 12);
-                    bar
-                }))
-                .map_err(|e| e.to_string())?;
-            chart
-                .draw_series(rows.iter().enumerate().filter_map(|(i, r)| {
-                    let (m, sd) = value(r);
-                    sd.map(|sd| {
-                        ErrorBar::new_vertical(
-                            SegmentValue::CenterOf(i as i32),
-                            (m - sd).max(0.0),
-                            m,
-                            m + sd,
-                            BLACK.stroke_width(1),
-                            10,
-                        )
-                    })
-                }))
-                .map_err(|e| e.to_string())?;
+            draw_bars(&area, &panel, &names, &bars)?;
         }
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
+}
+
+/// One bar: its height and, if known, the span of its whisker.
+struct Bar {
+    value: f64,
+    whisker: Option<(f64, f64)>,
+}
+
+/// What a panel of bars says and how it looks.
+struct Panel<'a> {
+    caption: (&'a str, u32),
+    y_label: &'a str,
+    colour: RGBColor,
+}
+
+type Area<'b> = DrawingArea<SVGBackend<'b>, plotters::coord::Shift>;
+
+/// A bar per name, from 0 up to its value, with its whisker; the names under the bars. The axis
+/// has a slot per bar and no more.
+fn draw_bars(area: &Area, panel: &Panel, names: &[String], bars: &[Bar]) -> Result<(), String> {
+    // An unbounded whisker (one repetition) reaches the axis's end, which the rest decide.
+    let top = bars
+        .iter()
+        .map(|b| match b.whisker {
+            Some((_, hi)) if hi.is_finite() => hi.max(b.value),
+            _ => b.value,
+        })
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.15;
+    let n = bars.len() as f64;
+    let mut chart = ChartBuilder::on(area)
+        .margin(12)
+        .caption(panel.caption.0, ("sans-serif", panel.caption.1))
+        .x_label_area_size(30)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..n, 0.0..top)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc(panel.y_label)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let centre = |i: usize| i as f64 + 0.5;
+    chart
+        .draw_series(bars.iter().enumerate().map(|(i, b)| {
+            let (x0, x1) = (i as f64 + 0.15, i as f64 + 0.85);
+            Rectangle::new([(x0, 0.0), (x1, b.value)], panel.colour.filled())
+        }))
+        .map_err(|e| e.to_string())?;
+    chart
+        .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
+            let (lo, hi) = b.whisker?;
+            let (lo, hi) = (lo.max(0.0), hi.min(top));
+            Some(ErrorBar::new_vertical(
+                centre(i),
+                lo,
+                b.value,
+                hi,
+                BLACK.stroke_width(1),
+                10,
+            ))
+        }))
+        .map_err(|e| e.to_string())?;
+    let under =
+        TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+    for (i, name) in names.iter().enumerate() {
+        let (x, y) = chart.backend_coord(&(centre(i), 0.0));
+        area.draw(&Text::new(name.clone(), (x, y + 6), under.clone()))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// One bar per row at its mean with a whisker over its 95% interval (clipped to the axis when
@@ -109,64 +141,25 @@ pub fn interval_svg(
     if rows.is_empty() {
         return Err("no bars to draw".into());
     }
-    let finite = |v: f64, fallback: f64| if v.is_finite() { v } else { fallback };
-    let top = rows
+    let names: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+    let bars: Vec<Bar> = rows
         .iter()
-        .map(|(_, i)| finite(i.hi, i.mean))
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.15;
+        .map(|(_, i)| Bar {
+            value: i.mean,
+            whisker: Some((i.lo, i.hi)),
+        })
+        .collect();
     let mut svg = String::new();
     {
         let width = (160 + 70 * rows.len() as u32).max(420);
         let root = SVGBackend::with_string(&mut svg, (width, 360)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let n = rows.len() as i32;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(12)
-            .caption(title, ("sans-serif", 16))
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..top)
-            .map_err(|e| e.to_string())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .y_desc(y_label)
-            .x_label_formatter(&|x| match x {
-                SegmentValue::CenterOf(i) => {
-                    rows.get(*i as usize).map_or(String::new(), |r| r.0.clone())
-                }
-                _ => String::new(),
-            })
-            .draw()
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
-                let i = i as i32;
-                let mut bar = Rectangle::new(
-                    [
-                        (SegmentValue::Exact(i), 0.0),
-                        (SegmentValue::Exact(i + 1), v.mean),
-                    ],
-                    RGBColor(0, 114, 178).filled(),
-                );
-                bar.set_margin(0, 0, 10, 10);
-                bar
-            }))
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(rows.iter().enumerate().map(|(i, (_, v))| {
-                ErrorBar::new_vertical(
-                    SegmentValue::CenterOf(i as i32),
-                    finite(v.lo, 0.0).max(0.0),
-                    v.mean,
-                    finite(v.hi, top).min(top),
-                    BLACK.stroke_width(1),
-                    10,
-                )
-            }))
-            .map_err(|e| e.to_string())?;
+        let panel = Panel {
+            caption: (title, 16),
+            y_label,
+            colour: RGBColor(0, 114, 178),
+        };
+        draw_bars(&root, &panel, &names, &bars)?;
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
@@ -229,8 +222,16 @@ mod tests {
         }
         assert_eq!(svg.matches("#0072B2").count(), 2);
         assert!(interval_svg(&[], "t", "y").is_err());
-        // One row is one bar (the axis has as many slots as rows).
+        // One row is one bar filling most of the plot (420 px less the 12 px margins and the
+        // 60 px axis): the axis has a slot per row and no empty one after the last, which would
+        // halve it.
+        let width = |svg: &str| -> f64 {
+            let bar = svg.split("fill=\"#0072B2\"").next().unwrap();
+            let w = bar.rsplit("width=\"").next().unwrap();
+            w[..w.find('"').unwrap()].parse().unwrap()
+        };
         let one = interval_svg(&rows[..1], "t", "y").unwrap();
         assert_eq!(one.matches("#0072B2").count(), 1);
+        assert!(width(&one) > 0.6 * (420.0 - 24.0 - 60.0), "{one}");
     }
 }

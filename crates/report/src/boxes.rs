@@ -249,6 +249,13 @@ mod tests {
         // plus two legend swatches of two rectangles each.
         let rects = svg.matches("<rect").count();
         assert_eq!(rects, 1 + 3 * 2 + 2 * 2, "{svg}");
+        // gzip's 2.5 lies beyond 1.3 + 1.5 x 0.2: one cross, two strokes in the first colour;
+        // no other sample has an outlier.
+        let crosses = |colour: &str| {
+            svg.matches(&format!("<line opacity=\"1\" stroke=\"{colour}\""))
+                .count()
+        };
+        assert_eq!((crosses("#0072B2"), crosses("#E69F00")), (2, 0), "{svg}");
         assert!(boxplot_svg(&[], &series, "t", "y").is_err());
     }
 }

@@ -8,8 +8,8 @@ use plotters::prelude::*;
 /// Colour-blind-safe palette (Okabe–Ito), cycled.
 const PALETTE: [RGBColor; 8] = crate::palette::OKABE_ITO;
 
-/// An SVG of `series` (label, y per point at x = 0, 1, …) with a legend; non-finite points are
-/// left out.
+/// An SVG of `series` (label, y per point at x = 0, 1, …), with a legend when there are two or
+/// more; non-finite points are left out.
 pub fn lines_svg(
     series: &[(String, Vec<f64>)],
     title: &str,
@@ -41,12 +41,13 @@ pub struct Axes<'a> {
     /// Names for x = 0, 1, … (categories in order, such as cache sizes) instead of numbers;
     /// each point is then marked.
     pub x_names: Option<&'a [String]>,
-    /// Where the legend goes (a chart of one series has none: its title names it).
+    /// Where the legend goes (a chart of one series has none: its title and axes say what the
+    /// line is).
     pub legend: SeriesLabelPosition,
 }
 
-/// An SVG of `series` (label, (x, y) points in order) with a legend; points with a non-finite
-/// coordinate are left out.
+/// An SVG of `series` (label, (x, y) points in order), with a legend when there are two or more;
+/// points with a non-finite coordinate are left out.
 pub fn xy_svg(series: &[(String, Vec<(f64, f64)>)], axes: &Axes) -> Result<String, String> {
     let finite: Vec<(f64, f64)> = series
         .iter()

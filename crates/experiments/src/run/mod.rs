@@ -114,6 +114,16 @@ pub struct PaperNotes {
     pub departures: Vec<String>,
 }
 
+impl From<&Paper> for PaperNotes {
+    fn from(p: &Paper) -> Self {
+        PaperNotes {
+            figure: p.figure.clone(),
+            findings: p.findings.clone(),
+            departures: p.departures.clone(),
+        }
+    }
+}
+
 /// A claim as a report shows it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClaimOutcome {
@@ -164,11 +174,7 @@ pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcom
         json: k.json,
         claims: k.claims,
         figures: k.figures,
-        paper: PaperNotes {
-            figure: e.paper.figure.clone(),
-            findings: e.paper.findings.clone(),
-            departures: e.paper.departures.clone(),
-        },
+        paper: PaperNotes::from(&e.paper),
         seconds: started.elapsed().as_secs_f64(),
         cpu_seconds: None,
     })

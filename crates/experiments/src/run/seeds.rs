@@ -115,19 +115,19 @@ fn judged(claims: &[RangeClaim], runs: &[SeedRun]) -> Vec<ClaimOutcome> {
             let verdict = interval.map_or(Verdict::Inconclusive, |i| {
                 i.within(c.within[0], c.within[1])
             });
-            let value = match interval {
-                None => "a value is missing".into(),
+            let measured = match interval {
+                None => "no value measured".into(),
                 Some(i) if i.n == 1 => format!(
-                    "one seed: {:.3}; its noise needs two or more (--repetitions)",
+                    "measured {:.3} at one seed: its noise needs two or more (--repetitions)",
                     i.mean
                 ),
-                Some(i) => interval_text(&i),
+                Some(i) => format!("measured {}", interval_text(&i)),
             };
             ClaimOutcome {
                 says: c.says.to_string(),
                 verdict,
                 evidence: format!(
-                    "[{}] {} (claimed {}; measured {value})",
+                    "[{}] {} (claimed {}; {measured})",
                     verdict.label(),
                     c.says,
                     band(c.within)
@@ -200,11 +200,15 @@ mod tests {
         // One seed decides nothing; a missing value is inconclusive.
         let one = &judged(&claims[..1], &runs[..1])[0];
         assert_eq!(one.verdict, Verdict::Inconclusive);
-        assert!(one.evidence.contains("one seed: 1.000"), "{}", one.evidence);
+        assert!(
+            one.evidence.contains("measured 1.000 at one seed"),
+            "{}",
+            one.evidence
+        );
         let mut gap = run(&[1.0]);
         gap.claim_values[0] = None;
         assert!(judged(&claims[..1], &[gap])
             .iter()
-            .all(|c| c.evidence.contains("missing")));
+            .all(|c| c.evidence.contains("no value measured")));
     }
 }
