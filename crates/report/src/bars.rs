@@ -123,10 +123,16 @@ fn draw_bars(area: &Area, panel: &Panel, names: &[String], bars: &[Bar]) -> Resu
         .map_err(|e| e.to_string())?;
     let under =
         TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+    // The chart gives canvas pixels; the area draws relative to its own corner.
+    let (left, top_px) = area.get_base_pixel();
     for (i, name) in names.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(centre(i), 0.0));
-        area.draw(&Text::new(name.clone(), (x, y + 6), under.clone()))
-            .map_err(|e| e.to_string())?;
+        area.draw(&Text::new(
+            name.clone(),
+            (x - left, y - top_px + 6),
+            under.clone(),
+        ))
+        .map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -203,6 +209,28 @@ mod tests {
         // Bars in the two colours: three each.
         assert_eq!(svg.matches("#0072B2").count(), 3);
         assert_eq!(svg.matches("#D55E00").count(), 3);
+        // Each name under its bar in both panels: left of the 450 px split, then right of it,
+        // above the canvas's 420 px bottom.
+        for name in ["UP", "1xHTP", "1x2"] {
+            let at: Vec<(i32, i32)> = svg
+                .split(&format!(">\n{name}\n</text>"))
+                .take(2)
+                .map(|before| {
+                    let tag = before.rsplit("<text x=\"").next().unwrap();
+                    let (x, rest) = tag.split_once('"').unwrap();
+                    let y = rest.split("y=\"").nth(1).unwrap();
+                    (
+                        x.parse().unwrap(),
+                        y[..y.find('"').unwrap()].parse().unwrap(),
+                    )
+                })
+                .collect();
+            assert!(
+                at[0].0 < 450 && (450..900).contains(&at[1].0),
+                "{name}: {at:?}"
+            );
+            assert!(at.iter().all(|&(_, y)| y < 420), "{name}: {at:?}");
+        }
         assert!(placement_svg(&[], "t").is_err());
     }
 
