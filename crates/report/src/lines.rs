@@ -130,6 +130,28 @@ pub fn xy_svg(series: &[(String, Vec<(f64, f64)>)], axes: &Axes) -> Result<Strin
     Ok(svg)
 }
 
+/// The empirical distribution of each sample (label, values) as a step line, the y axis the
+/// share of values at most x, the legend in the upper left (where a distribution leaves room).
+pub fn cdf_svg(
+    samples: &[(String, Vec<f64>)],
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+) -> Result<String, String> {
+    let lines: Vec<(String, Vec<(f64, f64)>)> = samples
+        .iter()
+        .map(|(label, values)| (label.clone(), cdf_points(values)))
+        .collect();
+    let axes = Axes {
+        title,
+        x_label,
+        y_label,
+        x_names: None,
+        legend: SeriesLabelPosition::UpperLeft,
+    };
+    xy_svg(&lines, &axes)
+}
+
 /// The empirical distribution of `values` as the corners of its step line: at each value, the
 /// share of values at most that large (non-finite values left out).
 pub fn cdf_points(values: &[f64]) -> Vec<(f64, f64)> {

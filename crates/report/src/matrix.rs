@@ -32,7 +32,7 @@ pub struct MatrixSummary {
 
 pub fn summarize(m: &PrMatrix) -> Option<MatrixSummary> {
     let cells: Vec<f64> = m.grid().into_iter().flatten().flatten().collect();
-    let speedups: Vec<f64> = m.pairs.iter().map(|p| p.pr_a + p.pr_b).collect();
+    let speedups = system_speedups(m);
     let pick = |better: fn(f64, f64) -> bool| {
         let p = m.pairs.iter().reduce(|x, y| {
             if better(y.pr_a + y.pr_b, x.pr_a + x.pr_b) {
@@ -60,6 +60,11 @@ pub fn summarize(m: &PrMatrix) -> Option<MatrixSummary> {
         worst: pick(|new, old| new < old)?,
         self_pair_mean: (!selfs.is_empty()).then(|| selfs.iter().sum::<f64>() / selfs.len() as f64),
     })
+}
+
+/// The system speedup (PR + PR) of each pair, in the matrix's order.
+pub fn system_speedups(m: &PrMatrix) -> Vec<f64> {
+    m.pairs.iter().map(|p| p.pr_a + p.pr_b).collect()
 }
 
 /// For each workload, the system speedups (PR + PR) of the pairs it is in, its self-pair once.

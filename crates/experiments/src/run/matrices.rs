@@ -100,26 +100,23 @@ fn speedup_cdf(
     r: &[pairs::PlacementResult],
     seed: u64,
 ) -> Result<(String, String), String> {
-    use smtsched_report::lines::{cdf_points, xy_svg, Axes, SeriesLabelPosition};
-    let cdfs: Vec<(String, Vec<(f64, f64)>)> = r
+    use smtsched_report::matrix::system_speedups;
+    let samples: Vec<(String, Vec<f64>)> = r
         .iter()
-        .map(|x| {
-            let speedups: Vec<f64> = x.matrix.pairs.iter().map(|p| p.pr_a + p.pr_b).collect();
-            (x.placement.to_string(), cdf_points(&speedups))
-        })
+        .map(|x| (x.placement.to_string(), system_speedups(&x.matrix)))
         .collect();
-    let axes = Axes {
-        title: &format!("{}: distribution of the pairs' system speedups", e.name),
-        x_label: "system speedup",
-        y_label: "share of pairs at most that",
-        x_names: None,
-        legend: SeriesLabelPosition::UpperLeft,
-    };
+    let title = format!("{}: distribution of the pairs' system speedups", e.name);
+    let svg = smtsched_report::lines::cdf_svg(
+        &samples,
+        &title,
+        "system speedup",
+        "share of pairs at most that",
+    )?;
     let caption = format!(
         "Share of the pairs whose system speedup is at most x, per placement, seed {seed} \
          (thesis Fig. 3.4)"
     );
-    Ok((caption, xy_svg(&cdfs, &axes)?))
+    Ok((caption, svg))
 }
 
 pub(super) fn asymmetry(
@@ -169,22 +166,18 @@ fn ratio_cdf(
     r: &crate::experiment::AsymmetryResult,
     seed: u64,
 ) -> Result<(String, String), String> {
-    use smtsched_report::lines::{cdf_points, xy_svg, Axes, SeriesLabelPosition};
     let ratios: Vec<f64> = r.groups.iter().map(|g| g.best_over_worst).collect();
-    let svg = xy_svg(
-        &[("groups of four".to_string(), cdf_points(&ratios))],
-        &Axes {
-            title: &format!("{}: best allocation over worst", e.name),
-            x_label: "system speedup of the best allocation / of the worst",
-            y_label: "share of groups at most that",
-            x_names: None,
-            legend: SeriesLabelPosition::UpperLeft,
-        },
+    let svg = smtsched_report::lines::cdf_svg(
+        &[("groups of four".to_string(), ratios)],
+        &format!("{}: best allocation over worst", e.name),
+        "system speedup of the best allocation / of the worst",
+        "share of groups at most that",
     )?;
-    Ok((
-        format!("Share of the groups of four whose best allocation beats the worst by at most x, seed {seed} (thesis Fig. 3.19)"),
-        svg,
-    ))
+    let caption = format!(
+        "Share of the groups of four whose best allocation beats the worst by at most x, seed \
+         {seed} (thesis Fig. 3.19)"
+    );
+    Ok((caption, svg))
 }
 
 fn asymmetry_text(

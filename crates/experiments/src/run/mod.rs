@@ -239,11 +239,8 @@ pub(crate) fn cap(e: &Experiment, o: &RunOptions) -> u32 {
 
 /// The note that more repetitions run because a claim is still undecided.
 fn more_repetitions(experiment: &str, done: u32, more: u32) -> String {
-    let plural = |n: u32| if n == 1 { "" } else { "s" };
-    format!(
-        "{experiment}: a claim is inconclusive after {done} repetition{}; running {more} more",
-        plural(done)
-    )
+    let s = if done == 1 { "" } else { "s" };
+    format!("{experiment}: a claim is inconclusive after {done} repetition{s}; running {more} more")
 }
 
 /// "The paper (figure):" and its findings, as every report ends.
