@@ -491,6 +491,24 @@ fn a_configurations_experiment_is_the_runs_it_declares() {
         assert!(b.len() >= 2, "one repetition decides nothing: {b:?}");
         assert_eq!(b, values(name)[..b.len()], "{name}");
     }
+    // Each repetition is a whole replication: repetition 2 (seed 3) is the experiment run from
+    // seed 3, its oracle's samples included — not seed 1's samples scheduled with seed 3.
+    let out = smtsched(
+        d,
+        &[
+            "reproduce",
+            "two.toml",
+            "--json",
+            "--seed",
+            "3",
+            "--max-repetitions",
+            "1",
+        ],
+    );
+    let third: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for name in ["1T", "2T"] {
+        assert_eq!(values_of(&third, name), [values(name)[2]], "{name}");
+    }
     let ratios: Vec<f64> = values("2T")
         .iter()
         .zip(values("1T"))
@@ -956,4 +974,55 @@ fn an_experiments_tasks_run_under_run() {
     let other = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/fedorova-l2.toml");
     let o = smtsched(d, &["run", "-t", &other.display().to_string()]);
     assert_bad_input(&o, &["fedorova-l2.toml", "has no task set"]);
+}
+
+/// A policies experiment's repetitions are whole replications: repetition r is what the
+/// experiment gives run from seed + r alone, the oracle's samples included, so the interval
+/// over the repetitions covers the samples' noise as well as the scheduler's.
+#[test]
+fn a_policies_experiments_repetition_is_the_experiment_run_from_its_seed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("p.toml"),
+        "name = \"p\"\ntitle = \"t\"\nkind = \"policies\"\nmachine = \"northwood\"\n\
+         cpus = \"2-3\"\nbaseline = \"linux24\"\npolicies = [\"naive\", \"plan\"]\n\
+         repetitions = 2\nmax_repetitions = 2\nduration_s = 600\n\
+         [[task]]\nworkload = \"gzip-like\"\n[[task]]\nworkload = \"mcf-like\"\n\
+         [[task]]\nworkload = \"swim-like\"\n\
+         [[paper.claim]]\nsays = \"plan beats naive\"\nmetric = \"system_speedup\"\n\
+         higher = \"plan\"\nthan = \"naive\"\n",
+    )
+    .unwrap();
+    let speedups = |args: &[&str]| -> Vec<Vec<f64>> {
+        let o = smtsched(d, &[&["reproduce", "p.toml", "--json"], args].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let s = p["summaries"].as_array().unwrap();
+                s.iter()
+                    .map(|r| r["system_speedup"].as_f64().unwrap())
+                    .collect()
+            })
+            .collect()
+    };
+    let both = speedups(&[]);
+    let second = speedups(&[
+        "--seed",
+        "2",
+        "--repetitions",
+        "1",
+        "--max-repetitions",
+        "1",
+    ]);
+    for (policy, (b, s)) in ["naive", "plan"].iter().zip(both.iter().zip(&second)) {
+        assert_eq!(b.len(), 2, "{policy}");
+        assert_eq!(s, &b[1..], "{policy}");
+        // Different samples and schedules: the two repetitions differ.
+        assert_ne!(b[0], b[1], "{policy}");
+    }
 }

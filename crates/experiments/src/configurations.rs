@@ -420,11 +420,9 @@ pub struct Common<'a> {
     pub overrides: &'a [Override],
     pub baseline: Baseline,
     pub duration_s: f64,
-    /// The seed of the oracle's samples: the experiment's, the same for every repetition (as
-    /// the policies experiments' oracle), so that repetition r's result depends on seed + r
-    /// alone, not on how the repetitions were batched.
-    pub oracle_seed: u64,
-    /// The scheduler's seed of the first repetition here.
+    /// The seed of the first repetition here. Each repetition is a whole replication: its
+    /// oracle's samples and its scheduler take its own seed, so that its result depends on
+    /// that seed alone, not on how the repetitions were batched.
     pub seed: u64,
     pub repetitions: u32,
 }
@@ -506,7 +504,8 @@ struct Job<'a> {
     set: TaskSetSpec,
 }
 
-/// Runs the cells of one oracle group, one after another.
+/// Runs the cells of one oracle group, one after another (each cell's repetitions in
+/// parallel); repetition r of every cell uses the group's oracle r.
 fn run_group(
     spec: &ConfigurationsSpec,
     common: &Common,
@@ -517,11 +516,13 @@ fn run_group(
     let first = &jobs[0].config.name;
     let at = |e: String| format!("config {first:?}: {e}");
     let m = load_machine(&key.machine, common.overrides).map_err(|e| at(e.to_string()))?;
-    let oracle = SimulatedOracle::for_set(&m, &jobs[0].set, common.oracle_seed, key.kernel)
+    let oracles = (0..common.repetitions as u64)
+        .map(|r| SimulatedOracle::for_set(&m, &jobs[0].set, common.seed + r, key.kernel))
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| at(e.to_string()))?;
     jobs.iter()
         .map(|job| {
-            let cell = run_cell(spec, common, &m, &oracle, job);
+            let cell = run_cell(spec, common, &m, &oracles, job);
             progress();
             cell
         })
@@ -532,28 +533,33 @@ fn run_cell(
     spec: &ConfigurationsSpec,
     common: &Common,
     m: &MachineModel,
-    oracle: &SimulatedOracle,
+    oracles: &[SimulatedOracle],
     job: &Job,
 ) -> Result<Cell, String> {
     let c = job.config;
     let at = |e: String| format!("config {:?}: {e}", c.name);
     job.set.validate().map_err(at)?;
     let clock = m.clock_ghz * 1e9;
-    let mut values = Vec::new();
-    for r in 0..common.repetitions {
-        let mut cfg = SimConfig::new(common.baseline, common.duration_s, common.seed + r as u64);
-        cfg.stagger_s = spec.stagger_s;
-        cfg.cpus = c
-            .cpus
-            .as_deref()
-            .map(CpuSet::parse)
-            .transpose()
-            .map_err(|e| at(e.to_string()))?;
-        let metrics = OsSim::new(m, oracle, &job.set, Box::new(Naive), cfg)
-            .map_err(at)?
-            .run();
-        values.push(spec.metrics.iter().map(|k| k.of(&metrics, clock)).collect());
-    }
+    let cpus = c
+        .cpus
+        .as_deref()
+        .map(CpuSet::parse)
+        .transpose()
+        .map_err(|e| at(e.to_string()))?;
+    let values = oracles
+        .par_iter()
+        .enumerate()
+        .map(|(r, oracle)| {
+            let seed = common.seed + r as u64;
+            let mut cfg = SimConfig::new(common.baseline, common.duration_s, seed);
+            cfg.stagger_s = spec.stagger_s;
+            cfg.cpus = cpus.clone();
+            let metrics = OsSim::new(m, oracle, &job.set, Box::new(Naive), cfg)
+                .map_err(at)?
+                .run();
+            Ok(spec.metrics.iter().map(|k| k.of(&metrics, clock)).collect())
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(Cell {
         row: job.variant.map_or(String::new(), |v| v.name.clone()),
         config: c.name.clone(),

@@ -36,6 +36,48 @@ pub fn simulate(
     simulate_reporting(m, oracle, set, policies, repeat, base, &|| {})
 }
 
+/// Runs `set` under every policy `repeat` times, each repetition a whole replication: repetition
+/// r has seed `base.seed + r` for the scheduler and for its own oracle (`oracle_for(seed)`), so
+/// the spread over repetitions includes the oracle's sampling noise as well as the scheduler's.
+/// Repetitions run in parallel; each is what [`simulate`] gives for that seed alone.
+pub fn simulate_replicated(
+    m: &MachineModel,
+    oracle_for: &(dyn Fn(u64) -> Result<Box<dyn Oracle>, String> + Sync),
+    set: &TaskSetSpec,
+    policies: &[PolicyName],
+    repeat: u32,
+    base: &SimConfig,
+) -> Result<Vec<PolicyRuns>, String> {
+    let started = std::time::Instant::now();
+    let each: Vec<Vec<PolicyRuns>> = (0..repeat as u64)
+        .into_par_iter()
+        .map(|r| {
+            let cfg = SimConfig {
+                seed: base.seed + r,
+                record_timeline: base.record_timeline && r == 0,
+                record_periods: base.record_periods && r == 0,
+                ..base.clone()
+            };
+            simulate(m, oracle_for(cfg.seed)?.as_ref(), set, policies, 1, &cfg)
+        })
+        .collect::<Result<_, String>>()?;
+    let seconds = started.elapsed().as_secs_f64();
+    let mut out: Vec<PolicyRuns> = policies
+        .iter()
+        .map(|p| PolicyRuns {
+            policy: p.to_string(),
+            runs: Vec::new(),
+            wall_seconds: seconds,
+        })
+        .collect();
+    for rep in each {
+        for (o, r) in out.iter_mut().zip(rep) {
+            o.runs.extend(r.runs);
+        }
+    }
+    Ok(out)
+}
+
 /// Each task's mean share of CPU time over `repeat` runs of `set` under the naive policy, with
 /// no interference between threads (seeds `base.seed`, `base.seed + 1`, …; `base` sets the
 /// rest): what the base scheduler alone gives each task.

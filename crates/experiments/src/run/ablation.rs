@@ -2,13 +2,10 @@
 //! estimate-using policies, and naive as the reference that uses none, run once per estimator
 //! with the same seeds, so that a policy's gain can be traced to the quality of its estimates.
 
-use super::policies::sim_config;
+use super::policies::{replications, sim_config};
 use super::{repetitions, Progress, RunError, RunOptions};
 use crate::experiment::{metric, Experiment, ExperimentKind, PolicyMetric};
-use smtsched_model::KernelBuild;
-use smtsched_os::oracle::SimulatedOracle;
 use smtsched_os::policy::PolicyInputs;
-use smtsched_os::runs::simulate;
 use smtsched_os::sim::Estimator;
 use smtsched_os::PolicyName;
 
@@ -48,13 +45,11 @@ pub fn run(
         let set = e.task_set();
         let policies = estimate_users(e);
         let reps = repetitions(e, o)?;
-        let oracle = SimulatedOracle::for_set(&m, &set, o.seed, KernelBuild::Smp)?;
         let mut by_estimator = Vec::new();
         for est in estimators {
             let mut cfg = sim_config(e, o)?;
             cfg.estimator = est.clone();
-            by_estimator
-                .push(simulate(&m, &oracle, &set, &policies, reps, &cfg).map_err(RunError::Bad)?);
+            by_estimator.push(replications(&m, &set, &policies, reps, &cfg)?);
             p.step();
         }
         for (k, &policy) in policies.iter().enumerate() {

@@ -9,8 +9,10 @@ use crate::configurations::interval_text;
 use crate::experiment::{judge, metric, metric_values, Experiment, Judgement, PolicyMetric};
 use smtsched_model::{CpuSet, KernelBuild, MachineModel};
 use smtsched_os::oracle::{Oracle, SimulatedOracle};
-use smtsched_os::runs::{policy_table, simulate, task_table, PolicyRuns};
+use smtsched_os::policy::PolicyName;
+use smtsched_os::runs::{policy_table, simulate_replicated, task_table, PolicyRuns};
 use smtsched_os::sim::{Estimator, SimConfig};
+use smtsched_os::taskset::TaskSetSpec;
 use smtsched_report::verdict::{MeanInterval, Verdict};
 use smtsched_report::Table;
 
@@ -29,8 +31,7 @@ pub(super) fn run(
         .unwrap_or(Estimator::default_spec(m));
     cfg.estimator = Estimator::from_spec(&spec, Some(m))
         .map_err(|err| RunError::Bad(format!("--estimator {err}")))?;
-    let oracle = SimulatedOracle::for_set(m, &set, o.seed, KernelBuild::Smp)?;
-    let results = runs_until_decided(e, m, &oracle, &cfg, o, p)?;
+    let results = runs_until_decided(e, m, &cfg, o, p)?;
     let claims: Vec<ClaimOutcome> = e
         .paper
         .claims
@@ -55,14 +56,14 @@ pub(super) fn run(
         "claims": e.paper.claims.iter().map(|c| serde_json::json!({"says": c.says, "judgement": judge(c, &results)})).collect::<Vec<_>>(),
     });
     let mut text = format!(
-        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}, {}\n\n",
+        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {} per repetition, {}\n\n",
         set.tasks.len(),
         m.name,
         e.cpus.as_deref().unwrap_or("all"),
         e.baseline,
         cfg.duration_s,
         results.first().map_or(0, |r| r.runs.len()),
-        oracle.describe(),
+        replicated_oracle(m, &set, o.seed)?.describe(),
         cfg.estimator.describe()
     );
     text.push_str(&policy_table(&results));
@@ -108,21 +109,44 @@ pub(crate) fn sim_config(e: &Experiment, o: &RunOptions) -> Result<SimConfig, Ru
     Ok(cfg)
 }
 
+/// The oracle of the repetition with seed `seed`: its own samples, drawn with that seed.
+pub(crate) fn replicated_oracle(
+    m: &MachineModel,
+    set: &TaskSetSpec,
+    seed: u64,
+) -> Result<SimulatedOracle, RunError> {
+    Ok(SimulatedOracle::for_set(m, set, seed, KernelBuild::Smp)?)
+}
+
+/// `repeat` repetitions of `set` under `policies` from `cfg.seed` on, each a whole replication
+/// (its oracle's samples and its scheduler from its own seed).
+pub(crate) fn replications(
+    m: &MachineModel,
+    set: &TaskSetSpec,
+    policies: &[PolicyName],
+    repeat: u32,
+    cfg: &SimConfig,
+) -> Result<Vec<PolicyRuns>, RunError> {
+    let oracle_for = |seed| -> Result<Box<dyn Oracle>, String> {
+        Ok(Box::new(
+            replicated_oracle(m, set, seed).map_err(|e| e.to_string())?,
+        ))
+    };
+    simulate_replicated(m, &oracle_for, set, policies, repeat, cfg).map_err(RunError::Bad)
+}
+
 /// The policies' runs: the starting repetitions, then more (doubling) while a claim is
 /// inconclusive, up to the cap.
 fn runs_until_decided(
     e: &Experiment,
     m: &MachineModel,
-    oracle: &dyn Oracle,
     cfg: &SimConfig,
     o: &RunOptions,
     p: &dyn Progress,
 ) -> Result<Vec<PolicyRuns>, RunError> {
     let set = e.task_set();
     let reps = repetitions(e, o)?;
-    let sim = |cfg: &SimConfig, n: u32| {
-        simulate(m, oracle, &set, &e.policies, n, cfg).map_err(RunError::Bad)
-    };
+    let sim = |cfg: &SimConfig, n: u32| replications(m, &set, &e.policies, n, cfg);
     let mut results = sim(cfg, reps)?;
     let mut done = reps;
     let cap = super::cap(e, o).max(reps);

@@ -23,7 +23,6 @@ pub(super) fn run(
         overrides: &overrides,
         baseline: e.baseline,
         duration_s: o.duration_s.unwrap_or(e.duration_s),
-        oracle_seed: o.seed,
         seed: o.seed,
         repetitions: repetitions(e, o)?,
     };
