@@ -1026,3 +1026,36 @@ fn a_policies_experiments_repetition_is_the_experiment_run_from_its_seed() {
         assert_ne!(b[0], b[1], "{policy}");
     }
 }
+
+/// `run --repetitions N` with the simulated oracle: repetition r is the run from seed + r, its
+/// oracle's samples included; with a measured matrix every repetition reads the same matrix.
+#[test]
+fn run_repetitions_are_whole_replications() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let speedups = |args: &[&str]| -> Vec<f64> {
+        let base = [
+            "run",
+            "-t",
+            "gzip-like,mcf-like,swim-like",
+            "-p",
+            "naive",
+            "--cpus",
+            "2-3",
+            "--duration",
+            "60",
+            "--run-seconds",
+            "5",
+            "--json",
+        ];
+        let o = smtsched(d, &[&base[..], args].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let runs = v["results"][0]["summaries"].as_array().unwrap();
+        runs.iter().map(|r| r["antt"].as_f64().unwrap()).collect()
+    };
+    let two = speedups(&["--repetitions", "2"]);
+    assert_eq!(two.len(), 2);
+    assert_eq!(speedups(&["--seed", "2"]), two[1..]);
+    assert_eq!(speedups(&[]), two[..1]);
+}

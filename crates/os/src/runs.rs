@@ -20,7 +20,8 @@ use smtsched_report::Table;
 pub struct PolicyRuns {
     pub policy: String,
     pub runs: Vec<Metrics>,
-    /// Wall-clock seconds all the simulations took once the oracle was warm.
+    /// Wall-clock seconds all the simulations took once the oracle was warm ([`simulate`]), or
+    /// with each repetition's oracle samples ([`simulate_replicated`]).
     pub wall_seconds: f64,
 }
 
@@ -39,7 +40,8 @@ pub fn simulate(
 /// Runs `set` under every policy `repeat` times, each repetition a whole replication: repetition
 /// r has seed `base.seed + r` for the scheduler and for its own oracle (`oracle_for(seed)`), so
 /// the spread over repetitions includes the oracle's sampling noise as well as the scheduler's.
-/// Repetitions run in parallel; each is what [`simulate`] gives for that seed alone.
+/// Repetitions run in parallel; each is what [`simulate`] gives for that seed alone. `step` is
+/// called [`replicated_steps`] times: as each repetition's oracle is warm and after each run.
 pub fn simulate_replicated(
     m: &MachineModel,
     oracle_for: &(dyn Fn(u64) -> Result<Box<dyn Oracle>, String> + Sync),
@@ -47,6 +49,7 @@ pub fn simulate_replicated(
     policies: &[PolicyName],
     repeat: u32,
     base: &SimConfig,
+    step: &(dyn Fn() + Sync),
 ) -> Result<Vec<PolicyRuns>, String> {
     let started = std::time::Instant::now();
     let each: Vec<Vec<PolicyRuns>> = (0..repeat as u64)
@@ -58,7 +61,15 @@ pub fn simulate_replicated(
                 record_periods: base.record_periods && r == 0,
                 ..base.clone()
             };
-            simulate(m, oracle_for(cfg.seed)?.as_ref(), set, policies, 1, &cfg)
+            simulate_reporting(
+                m,
+                oracle_for(cfg.seed)?.as_ref(),
+                set,
+                policies,
+                1,
+                &cfg,
+                step,
+            )
         })
         .collect::<Result<_, String>>()?;
     let seconds = started.elapsed().as_secs_f64();
@@ -103,6 +114,11 @@ pub fn mean_cpu_shares(
 /// The steps [`simulate_reporting`] reports: the oracle warmed, then each run.
 pub fn simulation_steps(policies: usize, repeat: u32) -> u64 {
     1 + policies as u64 * repeat as u64
+}
+
+/// The steps [`simulate_replicated`] reports: each repetition's oracle warmed, then its runs.
+pub fn replicated_steps(policies: usize, repeat: u32) -> u64 {
+    repeat as u64 * simulation_steps(policies, 1)
 }
 
 /// [`simulate`], calling `step` once the oracle is warm and after each run (for progress).

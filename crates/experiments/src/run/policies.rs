@@ -56,7 +56,7 @@ pub(super) fn run(
         "claims": e.paper.claims.iter().map(|c| serde_json::json!({"says": c.says, "judgement": judge(c, &results)})).collect::<Vec<_>>(),
     });
     let mut text = format!(
-        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {} per repetition, {}\n\n",
+        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}, each repetition sampling with its own seed, {}\n\n",
         set.tasks.len(),
         m.name,
         e.cpus.as_deref().unwrap_or("all"),
@@ -132,7 +132,7 @@ pub(crate) fn replications(
             replicated_oracle(m, set, seed).map_err(|e| e.to_string())?,
         ))
     };
-    simulate_replicated(m, &oracle_for, set, policies, repeat, cfg).map_err(RunError::Bad)
+    simulate_replicated(m, &oracle_for, set, policies, repeat, cfg, &|| {}).map_err(RunError::Bad)
 }
 
 /// The policies' runs: the starting repetitions, then more (doubling) while a claim is

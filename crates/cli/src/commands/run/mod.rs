@@ -9,10 +9,11 @@ use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use files::RunFiles;
-use smtsched_model::MachineModel;
-use smtsched_os::oracle::Oracle;
+use smtsched_model::{KernelBuild, MachineModel};
+use smtsched_os::oracle::{Oracle, OracleSpec, SimulatedOracle};
 use smtsched_os::runs::{
-    policy_table, server_table, simulate_reporting, simulation_steps, task_table, PolicyRuns,
+    policy_table, replicated_steps, server_table, simulate_replicated, simulate_reporting,
+    simulation_steps, task_table, PolicyRuns,
 };
 use smtsched_os::sim::{Estimator, SimConfig};
 use smtsched_os::taskset::TaskSetSpec;
@@ -26,6 +27,12 @@ pub struct RunPlan {
     /// The task-set or experiment file `--tasks` named (it prefixes errors in the set).
     tasks_file: Option<String>,
     oracle: Box<dyn Oracle>,
+    /// A simulated oracle: each repetition draws its own samples from its seed (a whole
+    /// replication), so the spread over repetitions includes the samples' noise. A measured
+    /// matrix is the same data for every repetition.
+    replicated: bool,
+    /// The kernel build the oracle's workloads are built for.
+    kernel: KernelBuild,
     policies: Vec<PolicyName>,
     repeat: u32,
     /// The simulation of one policy; each run takes its own seed.
@@ -77,6 +84,8 @@ impl Plan for RunPlan {
             set,
             tasks_file,
             oracle,
+            replicated: matches!(a.oracle, OracleSpec::Simulated),
+            kernel: a.kernel,
             policies: a.policies,
             repeat: a.repeat,
             config,
@@ -124,7 +133,12 @@ fn check_times(a: &RunArgs) -> Result<()> {
 impl RunPlan {
     /// Every policy's runs, a bar showing the oracle's warm-up and then each run.
     fn simulate(&self) -> Result<Vec<PolicyRuns>> {
-        let bar = counting_bar(simulation_steps(self.policies.len(), self.repeat), "steps")?;
+        let steps = if self.replicated {
+            replicated_steps(self.policies.len(), self.repeat)
+        } else {
+            simulation_steps(self.policies.len(), self.repeat)
+        };
+        let bar = counting_bar(steps, "steps")?;
         bar.set_message(format!(
             "warming the oracle ({} workloads)",
             self.set.oracle_workloads().len()
@@ -133,16 +147,26 @@ impl RunPlan {
             bar.inc(1);
             bar.set_message("simulating (policies x repetitions)");
         };
-        let (m, oracle) = (&self.machine, self.oracle.as_ref());
-        let results = simulate_reporting(
-            m,
-            oracle,
-            &self.set,
-            &self.policies,
-            self.repeat,
-            &self.config,
-            &step,
-        );
+        let (m, set) = (&self.machine, &self.set);
+        let results = if self.replicated {
+            let oracle_for = |seed| -> std::result::Result<Box<dyn Oracle>, String> {
+                let o = SimulatedOracle::for_set(m, set, seed, self.kernel);
+                Ok(Box::new(o.map_err(|e| e.to_string())?))
+            };
+            let (policies, cfg) = (&self.policies, &self.config);
+            simulate_replicated(m, &oracle_for, set, policies, self.repeat, cfg, &step)
+        } else {
+            let oracle = self.oracle.as_ref();
+            simulate_reporting(
+                m,
+                oracle,
+                set,
+                &self.policies,
+                self.repeat,
+                &self.config,
+                &step,
+            )
+        };
         bar.finish_and_clear();
         results.map_err(|e| match &self.tasks_file {
             Some(file) => bad_input(format!("{file}: {e}")),
@@ -172,7 +196,7 @@ impl RunPlan {
         let sims = results.len() as f64 * self.repeat as f64;
         let threads = rayon::current_num_threads();
         format!(
-            "{} tasks on {} (CPUs {}), {} baseline, {} s simulated x {} repetition(s), oracle {}, {}\n{:.1} s in all; {:.2} s per simulation once the oracle was warm ({} on this host)\n\n",
+            "{} tasks on {} (CPUs {}), {} baseline, {} s simulated x {} repetition(s), oracle {}{}, {}\n{:.1} s in all; {:.2} s per simulation {} ({} on this host)\n\n",
             self.set.tasks.len(),
             self.machine.name,
             self.cpus_shown(),
@@ -180,10 +204,20 @@ impl RunPlan {
             self.config.duration_s,
             self.repeat,
             self.oracle.describe(),
+            if self.replicated && self.repeat > 1 {
+                ", each repetition sampling with its own seed"
+            } else {
+                ""
+            },
             self.config.estimator.describe(),
             elapsed,
             // The simulations ran in parallel, as many at once as there are threads (or fewer).
             results[0].wall_seconds * (threads as f64).min(sims) / sims,
+            if self.replicated {
+                "with its samples"
+            } else {
+                "once the oracle was warm"
+            },
             threads
         )
     }
