@@ -340,7 +340,8 @@ pub struct RunArgs {
     /// Timer interrupts per second (default: 100 on linux24, 250 on modern).
     #[arg(long)]
     pub hz: Option<f64>,
-    /// Repetitions with different seeds (mean and spread are reported).
+    /// Repetitions with seeds seed, seed+1, … (mean and spread are reported); with the simulated
+    /// oracle each repetition also draws its own samples from its seed.
     #[arg(long = "repetitions", alias = "repeat", value_name = "REPETITIONS", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub repeat: u32,
     #[arg(long, default_value_t = 1)]

@@ -1033,7 +1033,7 @@ fn a_policies_experiments_repetition_is_the_experiment_run_from_its_seed() {
 fn run_repetitions_are_whole_replications() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let speedups = |args: &[&str]| -> Vec<f64> {
+    let antt = |args: &[&str]| -> Vec<f64> {
         let base = [
             "run",
             "-t",
@@ -1054,8 +1054,8 @@ fn run_repetitions_are_whole_replications() {
         let runs = v["results"][0]["summaries"].as_array().unwrap();
         runs.iter().map(|r| r["antt"].as_f64().unwrap()).collect()
     };
-    let two = speedups(&["--repetitions", "2"]);
+    let two = antt(&["--repetitions", "2"]);
     assert_eq!(two.len(), 2);
-    assert_eq!(speedups(&["--seed", "2"]), two[1..]);
-    assert_eq!(speedups(&[]), two[..1]);
+    assert_eq!(antt(&["--seed", "2"]), two[1..]);
+    assert_eq!(antt(&[]), two[..1]);
 }

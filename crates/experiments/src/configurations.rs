@@ -441,7 +441,8 @@ pub fn run(
         spec.variants.iter().map(Some).collect()
     };
     // Cells that run the same workloads on the same machine and kernel build share one oracle
-    // (its memo), so a situation common to them is simulated once; the groups run in parallel.
+    // per repetition (its memo), so a situation common to them is simulated once a repetition;
+    // the groups run in parallel.
     let mut groups: Vec<(OracleKey, Vec<Job>)> = Vec::new();
     for &v in &variants {
         for c in &spec.configs {

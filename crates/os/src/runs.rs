@@ -1,6 +1,7 @@
 //! Running a task set under policies over repetitions, and what such runs report: the policy,
 //! task and server tables, the timeline and the Perfetto trace. `smtsched run`, sweeps and the
-//! experiments (crate `smtsched-experiments`) all run task sets through [`simulate`].
+//! experiments (crate `smtsched-experiments`) all run task sets through [`simulate`], one
+//! oracle for every repetition, or [`simulate_replicated`], an oracle per repetition.
 
 use crate::metrics::{Metrics, Switch};
 use crate::oracle::Oracle;

@@ -27,9 +27,9 @@ pub struct RunPlan {
     /// The task-set or experiment file `--tasks` named (it prefixes errors in the set).
     tasks_file: Option<String>,
     oracle: Box<dyn Oracle>,
-    /// A simulated oracle: each repetition draws its own samples from its seed (a whole
+    /// Repetitions with a simulated oracle: each draws its own samples from its seed (a whole
     /// replication), so the spread over repetitions includes the samples' noise. A measured
-    /// matrix is the same data for every repetition.
+    /// matrix is the same data for every repetition; one repetition is the same either way.
     replicated: bool,
     /// The kernel build the oracle's workloads are built for.
     kernel: KernelBuild,
@@ -84,7 +84,7 @@ impl Plan for RunPlan {
             set,
             tasks_file,
             oracle,
-            replicated: matches!(a.oracle, OracleSpec::Simulated),
+            replicated: matches!(a.oracle, OracleSpec::Simulated) && a.repeat > 1,
             kernel: a.kernel,
             policies: a.policies,
             repeat: a.repeat,
@@ -204,7 +204,7 @@ impl RunPlan {
             self.config.duration_s,
             self.repeat,
             self.oracle.describe(),
-            if self.replicated && self.repeat > 1 {
+            if self.replicated {
                 ", each repetition sampling with its own seed"
             } else {
                 ""
