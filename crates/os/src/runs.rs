@@ -74,14 +74,7 @@ pub fn simulate_replicated(
         })
         .collect::<Result<_, String>>()?;
     let seconds = started.elapsed().as_secs_f64();
-    let mut out: Vec<PolicyRuns> = policies
-        .iter()
-        .map(|p| PolicyRuns {
-            policy: p.to_string(),
-            runs: Vec::new(),
-            wall_seconds: seconds,
-        })
-        .collect();
+    let mut out = no_runs(policies, seconds);
     for rep in each {
         for (o, r) in out.iter_mut().zip(rep) {
             o.runs.extend(r.runs);
@@ -115,6 +108,18 @@ pub fn mean_cpu_shares(
 /// The steps [`simulate_reporting`] reports: the oracle warmed, then each run.
 pub fn simulation_steps(policies: usize, repeat: u32) -> u64 {
     1 + policies as u64 * repeat as u64
+}
+
+/// Every policy with no runs yet, timed at `seconds`.
+fn no_runs(policies: &[PolicyName], seconds: f64) -> Vec<PolicyRuns> {
+    policies
+        .iter()
+        .map(|p| PolicyRuns {
+            policy: p.to_string(),
+            runs: Vec::new(),
+            wall_seconds: seconds,
+        })
+        .collect()
 }
 
 /// The steps [`simulate_replicated`] reports: each repetition's oracle warmed, then its runs.
@@ -159,14 +164,7 @@ pub fn simulate_reporting(
         })
         .collect::<Result<_, String>>()?;
     let seconds = started.elapsed().as_secs_f64();
-    let mut out: Vec<PolicyRuns> = policies
-        .iter()
-        .map(|p| PolicyRuns {
-            policy: p.to_string(),
-            runs: Vec::new(),
-            wall_seconds: seconds,
-        })
-        .collect();
+    let mut out = no_runs(policies, seconds);
     for ((p, _), r) in jobs.iter().zip(results) {
         out[*p].runs.push(r);
     }
