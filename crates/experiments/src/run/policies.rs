@@ -55,15 +55,21 @@ pub(super) fn run(
         "paper": e.paper,
         "claims": e.paper.claims.iter().map(|c| serde_json::json!({"says": c.says, "judgement": judge(c, &results)})).collect::<Vec<_>>(),
     });
+    let reps = results.first().map_or(0, |r| r.runs.len());
     let mut text = format!(
-        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}, each repetition sampling with its own seed, {}\n\n",
+        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}{}, {}\n\n",
         set.tasks.len(),
         m.name,
         e.cpus.as_deref().unwrap_or("all"),
         e.baseline,
         cfg.duration_s,
-        results.first().map_or(0, |r| r.runs.len()),
+        reps,
         replicated_oracle(m, &set, o.seed)?.describe(),
+        if reps > 1 {
+            ", each repetition sampling with its own seed"
+        } else {
+            ""
+        },
         cfg.estimator.describe()
     );
     text.push_str(&policy_table(&results));
