@@ -4,13 +4,13 @@
 //! oracle for every repetition, or [`simulate_replicated`], an oracle per repetition.
 
 use crate::metrics::{Metrics, Switch};
-use crate::oracle::Oracle;
+use crate::oracle::{Oracle, SimulatedOracle};
 use crate::policy::{PolicyInputs, PolicyName};
 use crate::sim::{OsSim, SimConfig};
 use crate::taskset::TaskSetSpec;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use smtsched_model::MachineModel;
+use smtsched_model::{KernelBuild, MachineModel};
 use smtsched_report::perfetto::{trace_json, CounterSample};
 use smtsched_report::stats::mean_sd;
 use smtsched_report::timeline::{timeline_svg, Segment};
@@ -39,14 +39,15 @@ pub fn simulate(
 }
 
 /// Runs `set` under every policy `repeat` times, each repetition a whole replication: repetition
-/// r has seed `base.seed + r` for the scheduler and for its own oracle (`oracle_for(seed)`), so
-/// the spread over repetitions includes the oracle's sampling noise as well as the scheduler's.
+/// r has seed `base.seed + r` for the scheduler and for its own simulated oracle (the set's
+/// workloads built for `build`), so the spread over repetitions includes the oracle's sampling
+/// noise as well as the scheduler's.
 /// Repetitions run in parallel; each is what [`simulate`] gives for that seed alone. `step` is
 /// called [`replicated_steps`] times: as each repetition's oracle is warm and after each run.
 pub fn simulate_replicated(
     m: &MachineModel,
-    oracle_for: &(dyn Fn(u64) -> Result<Box<dyn Oracle>, String> + Sync),
     set: &TaskSetSpec,
+    build: KernelBuild,
     policies: &[PolicyName],
     repeat: u32,
     base: &SimConfig,
@@ -62,15 +63,9 @@ pub fn simulate_replicated(
                 record_periods: base.record_periods && r == 0,
                 ..base.clone()
             };
-            simulate_reporting(
-                m,
-                oracle_for(cfg.seed)?.as_ref(),
-                set,
-                policies,
-                1,
-                &cfg,
-                step,
-            )
+            let oracle =
+                SimulatedOracle::for_set(m, set, cfg.seed, build).map_err(|e| e.to_string())?;
+            simulate_reporting(m, &oracle, set, policies, 1, &cfg, step)
         })
         .collect::<Result<_, String>>()?;
     let seconds = started.elapsed().as_secs_f64();

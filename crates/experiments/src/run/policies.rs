@@ -64,7 +64,7 @@ pub(super) fn run(
         e.baseline,
         cfg.duration_s,
         reps,
-        replicated_oracle(m, &set, o.seed)?.describe(),
+        SimulatedOracle::for_set(m, &set, o.seed, KernelBuild::Smp)?.describe(),
         if reps > 1 {
             ", each repetition sampling with its own seed"
         } else {
@@ -115,15 +115,6 @@ pub(crate) fn sim_config(e: &Experiment, o: &RunOptions) -> Result<SimConfig, Ru
     Ok(cfg)
 }
 
-/// The oracle of the repetition with seed `seed`: its own samples, drawn with that seed.
-pub(crate) fn replicated_oracle(
-    m: &MachineModel,
-    set: &TaskSetSpec,
-    seed: u64,
-) -> Result<SimulatedOracle, RunError> {
-    Ok(SimulatedOracle::for_set(m, set, seed, KernelBuild::Smp)?)
-}
-
 /// `repeat` repetitions of `set` under `policies` from `cfg.seed` on, each a whole replication
 /// (its oracle's samples and its scheduler from its own seed).
 pub(crate) fn replications(
@@ -133,12 +124,8 @@ pub(crate) fn replications(
     repeat: u32,
     cfg: &SimConfig,
 ) -> Result<Vec<PolicyRuns>, RunError> {
-    let oracle_for = |seed| -> Result<Box<dyn Oracle>, String> {
-        Ok(Box::new(
-            replicated_oracle(m, set, seed).map_err(|e| e.to_string())?,
-        ))
-    };
-    simulate_replicated(m, &oracle_for, set, policies, repeat, cfg, &|| {}).map_err(RunError::Bad)
+    simulate_replicated(m, set, KernelBuild::Smp, policies, repeat, cfg, &|| {})
+        .map_err(RunError::Bad)
 }
 
 /// The policies' runs: the starting repetitions, then more (doubling) while a claim is

@@ -10,7 +10,7 @@ use crate::errors::bad_input;
 use anyhow::Result;
 use files::RunFiles;
 use smtsched_model::{KernelBuild, MachineModel};
-use smtsched_os::oracle::{Oracle, OracleSpec, SimulatedOracle};
+use smtsched_os::oracle::{Oracle, OracleSpec};
 use smtsched_os::runs::{
     policy_table, replicated_steps, server_table, simulate_replicated, simulate_reporting,
     simulation_steps, task_table, PolicyRuns,
@@ -149,12 +149,8 @@ impl RunPlan {
         };
         let (m, set) = (&self.machine, &self.set);
         let results = if self.replicated {
-            let oracle_for = |seed| -> std::result::Result<Box<dyn Oracle>, String> {
-                let o = SimulatedOracle::for_set(m, set, seed, self.kernel);
-                Ok(Box::new(o.map_err(|e| e.to_string())?))
-            };
             let (policies, cfg) = (&self.policies, &self.config);
-            simulate_replicated(m, &oracle_for, set, policies, self.repeat, cfg, &step)
+            simulate_replicated(m, set, self.kernel, policies, self.repeat, cfg, &step)
         } else {
             let oracle = self.oracle.as_ref();
             simulate_reporting(
