@@ -57,7 +57,7 @@ pub(super) fn run(
     });
     let reps = results.first().map_or(0, |r| r.runs.len());
     let mut text = format!(
-        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetitions, oracle {}{}, {}\n\n",
+        "{} tasks on {} (CPUs {}), {:?} baseline, {} s x {} repetition(s), oracle {}{}, {}\n\n",
         set.tasks.len(),
         m.name,
         e.cpus.as_deref().unwrap_or("all"),
