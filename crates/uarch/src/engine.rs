@@ -128,6 +128,57 @@ struct SwThread {
 }
 
 impl SwThread {
+    /// The thread of `plan` in `slot`, nothing run yet.
+    fn new(slot: usize, p: ThreadPlan, options: &RunOptions) -> Self {
+        let mut t = SwThread {
+            source: p.source,
+            who: Requester::new(slot as u8, p.cpu, p.data_space, p.code_space),
+            counters: ThreadCounters::default(),
+            uops: 0.0,
+            warmup: p.warmup_instructions,
+            end: p.warmup_instructions + p.measure_instructions,
+            next_boundary: u64::MAX,
+            // A window that starts at the first instruction starts before anything happens.
+            start_snapshot: (p.warmup_instructions == 0 && options.window == Window::Instructions)
+                .then(|| (ThreadCounters::default(), 0.0)),
+            end_snapshot: None,
+            pending: None,
+            run_issued: 0,
+            samples: Vec::new(),
+            kernel: false,
+            solo: None,
+        };
+        if options.window == Window::Instructions {
+            t.next_boundary = t.boundary_after();
+        }
+        t
+    }
+
+    /// A copy of the thread as it stands; `None` if its source cannot be copied.
+    fn try_clone(&self) -> Option<Self> {
+        Some(SwThread {
+            source: self.source.try_clone()?,
+            who: self.who,
+            counters: self.counters,
+            uops: self.uops,
+            warmup: self.warmup,
+            end: self.end,
+            next_boundary: self.next_boundary,
+            start_snapshot: self.start_snapshot,
+            end_snapshot: self.end_snapshot,
+            pending: self.pending,
+            run_issued: self.run_issued,
+            samples: self.samples.clone(),
+            kernel: self.kernel,
+            solo: self.solo,
+        })
+    }
+
+    /// Whether the thread has run or been recorded.
+    fn started(&self) -> bool {
+        self.counters.instructions > 0 || self.start_snapshot.is_some() || !self.samples.is_empty()
+    }
+
     fn done(&self) -> bool {
         self.end_snapshot.is_some()
     }
@@ -186,6 +237,7 @@ struct Miss {
 }
 
 /// A hardware thread context and its timing state.
+#[derive(Clone)]
 struct Context {
     /// Software threads time-sharing this context; `current` indexes into it.
     queue: Vec<usize>,
@@ -413,11 +465,13 @@ impl Context {
     }
 }
 
+#[derive(Clone)]
 enum CoreKind {
     Ooo(OooCoreSpec),
     Inorder(InorderCoreSpec),
 }
 
+#[derive(Clone)]
 struct Core {
     kind: CoreKind,
     contexts: Vec<Context>,
@@ -540,29 +594,7 @@ impl Simulation {
             cores[loc.core as usize].contexts[loc.thread as usize]
                 .queue
                 .push(slot);
-            threads.push(SwThread {
-                source: p.source,
-                who: Requester::new(slot as u8, p.cpu, p.data_space, p.code_space),
-                counters: ThreadCounters::default(),
-                uops: 0.0,
-                warmup: p.warmup_instructions,
-                end: p.warmup_instructions + p.measure_instructions,
-                next_boundary: u64::MAX,
-                // A window that starts at the first instruction starts before anything happens.
-                start_snapshot: (p.warmup_instructions == 0
-                    && options.window == Window::Instructions)
-                    .then(|| (ThreadCounters::default(), 0.0)),
-                end_snapshot: None,
-                pending: None,
-                run_issued: 0,
-                samples: Vec::new(),
-                kernel: false,
-                solo: None,
-            });
-            if options.window == Window::Instructions {
-                let t = threads.last_mut().expect("just pushed");
-                t.next_boundary = t.boundary_after();
-            }
+            threads.push(SwThread::new(slot, p, &options));
         }
         for core in &mut cores {
             core.busy = (0..core.contexts.len())
@@ -600,6 +632,60 @@ impl Simulation {
 
     /// Runs until every thread's window is complete.
     pub fn run(mut self) -> RunResult {
+        self.advance(false);
+        self.finish()
+    }
+
+    /// Runs until the first quantum of a time-shared logical CPU is over, before it switches to
+    /// its next thread: until then only its first thread has run, so a run that differs only in
+    /// the threads after the first can continue from here ([`Simulation::try_clone`],
+    /// [`Simulation::replace_unstarted`]) and count exactly what it would have counted from the
+    /// start. `false` if no CPU is time-shared or a core is in-order (its cycles interleave every
+    /// context; nothing has run then), or if the run ended before a switch.
+    pub fn run_first_quantum(&mut self) -> bool {
+        let time_shared = self
+            .cores
+            .iter()
+            .any(|c| c.contexts.iter().any(|x| x.queue.len() > 1));
+        let all_ooo = self
+            .cores
+            .iter()
+            .all(|c| matches!(c.kind, CoreKind::Ooo(_)));
+        time_shared && all_ooo && self.advance(true)
+    }
+
+    /// A copy of the simulation as it stands; `None` if a thread's source cannot be copied.
+    pub fn try_clone(&self) -> Option<Simulation> {
+        Some(Simulation {
+            mem: self.mem.clone(),
+            threads: self
+                .threads
+                .iter()
+                .map(SwThread::try_clone)
+                .collect::<Option<_>>()?,
+            cores: self.cores.clone(),
+            options: self.options,
+            switch_cycles: self.switch_cycles,
+        })
+    }
+
+    /// Replaces thread `slot`, which has not run yet, with the thread of `plan` on the same logical
+    /// CPU and with solo rates `solo` (see [`Simulation::with_solo_rates`]): the run goes on as if
+    /// built with it.
+    pub fn replace_unstarted(&mut self, slot: usize, plan: ThreadPlan, solo: Option<Rates>) {
+        let old = &self.threads[slot];
+        assert!(
+            !old.started(),
+            "thread {slot} has run: it cannot be replaced"
+        );
+        assert_eq!(old.who.cpu, plan.cpu, "a replacement runs on the same CPU");
+        self.threads[slot] = SwThread::new(slot, plan, &self.options);
+        self.threads[slot].solo = solo;
+    }
+
+    /// Runs core turns until every thread's window is complete, or with `pause_at_switch` until a
+    /// time-sharing context is due to switch threads (then `true`).
+    fn advance(&mut self, pause_at_switch: bool) -> bool {
         let active: Vec<usize> = (0..self.cores.len())
             .filter(|&c| self.cores[c].active())
             .collect();
@@ -624,12 +710,24 @@ impl Simulation {
                 limit,
                 options: &self.options,
                 switch_cycles: self.switch_cycles,
+                pause_at_switch,
             };
-            match core.kind {
+            let paused = match core.kind {
                 CoreKind::Ooo(_) => run_ooo(core, &mut self.threads, &mut self.mem, &turn),
-                CoreKind::Inorder(_) => run_inorder(core, &mut self.threads, &mut self.mem, &turn),
+                CoreKind::Inorder(_) => {
+                    run_inorder(core, &mut self.threads, &mut self.mem, &turn);
+                    false
+                }
+            };
+            if paused {
+                return true;
             }
         }
+        false
+    }
+
+    /// The results of a run whose windows are complete.
+    fn finish(mut self) -> RunResult {
         let instructions_simulated = self.threads.iter().map(|t| t.counters.instructions).sum();
         let mem = &self.mem;
         let threads = self
@@ -662,6 +760,8 @@ struct Turn<'a> {
     limit: f64,
     options: &'a RunOptions,
     switch_cycles: f64,
+    /// Stop before a time-sharing context switches threads (see [`Simulation::run_first_quantum`]).
+    pause_at_switch: bool,
 }
 
 /// Time-driven bookkeeping after a context advanced: periodic samples, and in a cycle window the
@@ -707,15 +807,6 @@ fn record_time(ctx: &mut Context, threads: &mut [SwThread], options: &RunOptions
         }
     }
     ctx.next_note = next_record(ctx, options);
-}
-
-/// Time-slicing: switch to the next thread of the context's queue when its quantum is over (a
-/// context with one thread never ends its quantum).
-#[inline]
-fn maybe_switch(ctx: &mut Context, epoch: &mut u64, turn: &Turn) {
-    if ctx.now >= ctx.quantum_end {
-        switch(ctx, epoch, turn);
-    }
 }
 
 fn switch(ctx: &mut Context, epoch: &mut u64, turn: &Turn) {
@@ -907,7 +998,8 @@ fn dispatch_plain(ctx: &mut Context, t: &mut SwThread, mut k: u32, uops: f64, dt
     }
 }
 
-fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, turn: &Turn) {
+/// Returns whether it paused before a switch (see [`Turn::pause_at_switch`]).
+fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, turn: &Turn) -> bool {
     let CoreKind::Ooo(spec) = &core.kind else {
         unreachable!()
     };
@@ -923,7 +1015,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         // The context furthest behind goes next.
         // The first of the earliest (selects, not branches: which one is behind is a coin toss).
         let Some((&first, rest)) = core.busy.split_first() else {
-            return;
+            return false;
         };
         let mut ci = first;
         let mut oldest = core.contexts[first].now;
@@ -934,9 +1026,16 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
             oldest = if earlier { now } else { oldest };
         }
         if oldest > turn.limit {
-            return;
+            return false;
         }
-        maybe_switch(&mut core.contexts[ci], &mut core.epoch, turn);
+        // Time-slicing: the next thread of the context's queue when the quantum is over (a
+        // context with one thread never ends its quantum).
+        if core.contexts[ci].now >= core.contexts[ci].quantum_end {
+            if turn.pause_at_switch {
+                return true;
+            }
+            switch(&mut core.contexts[ci], &mut core.epoch, turn);
+        }
         if core.contexts[ci].refill_due()
             && refill_step(&mut core.contexts[ci], running, threads, mem, turn)
         {
@@ -1112,11 +1211,12 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         t.note_progress(ctx.now);
         note_time(ctx, threads, turn.options);
     }
+    false
 }
 
 /// Level-1 data misses in flight on one core, each holding a miss buffer from issue to
 /// completion.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct MissBuffers {
     /// (issue, complete, context); unordered.
     entries: Vec<(f64, f64, usize)>,

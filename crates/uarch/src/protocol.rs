@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use smtsched_model::matrix::counter_map;
 use smtsched_model::{MachineModel, PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT};
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 /// How every run is measured.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,6 +69,19 @@ fn run_with_rates(
     window: Window,
     solo_rates: Vec<Option<Rates>>,
 ) -> Result<RunResult, ProtocolError> {
+    let plans = plans(threads, proto)?;
+    let options = RunOptions::new(window, proto.quantum_cycles);
+    Ok(Simulation::new(machine, plans, options)?
+        .with_solo_rates(solo_rates)
+        .run())
+}
+
+/// The plans of `threads` (profile, logical CPU) run together: copies of one profile numbered in
+/// order of appearance, copies of one program sharing code.
+fn plans(
+    threads: &[(&dyn Workload, u32)],
+    proto: &Protocol,
+) -> Result<Vec<ThreadPlan>, ProtocolError> {
     if threads.len() >= THREADED_SPACES as usize {
         return Err(ProtocolError::TooManyThreads(threads.len()));
     }
@@ -105,10 +119,7 @@ fn run_with_rates(
             }
         })
         .collect();
-    let options = RunOptions::new(window, proto.quantum_cycles);
-    Ok(Simulation::new(machine, plans, options)?
-        .with_solo_rates(solo_rates)
-        .run())
+    Ok(plans)
 }
 
 /// Copy `copy` of `profile` alone on logical CPU `cpu`, every other CPU idle (halted), measured
@@ -278,7 +289,19 @@ pub fn pair(
     solo: [&ThreadResult; 2],
 ) -> Result<PairOutcome, ProtocolError> {
     let cpus = placement_cpus(machine, placement)?;
-    let window = match placement {
+    let window = pair_window(placement, proto);
+    let rates = solo
+        .iter()
+        .map(|s| solo_rates(s, placement, proto))
+        .collect();
+    let r = run_with_rates(machine, &[(a, cpus[0]), (b, cpus[1])], proto, window, rates)?;
+    Ok(pair_outcome(&r, window, solo))
+}
+
+/// The window a pair is measured over: each thread's instructions, or for time sharing the
+/// measured rounds after one round of warm-up.
+fn pair_window(placement: Placement, proto: &Protocol) -> Window {
+    match placement {
         Placement::Timeshare => {
             let round = 2.0 * proto.quantum_cycles as f64;
             Window::Cycles {
@@ -287,23 +310,69 @@ pub fn pair(
             }
         }
         _ => Window::Instructions,
-    };
-    let rates = if placement == Placement::Timeshare && proto.refill_only {
-        solo.iter().map(|s| Rates::of_solo(s)).collect()
-    } else {
-        Vec::new()
-    };
-    let r = run_with_rates(machine, &[(a, cpus[0]), (b, cpus[1])], proto, window, rates)?;
+    }
+}
+
+/// The rates a pair's thread is credited at once it refills, if its quanta are simulated only
+/// while it does.
+fn solo_rates(solo: &ThreadResult, placement: Placement, proto: &Protocol) -> Option<Rates> {
+    (placement == Placement::Timeshare && proto.refill_only)
+        .then(|| Rates::of_solo(solo))
+        .flatten()
+}
+
+fn pair_outcome(r: &RunResult, window: Window, solo: [&ThreadResult; 2]) -> PairOutcome {
     let pr = |i: usize| match window {
         // Same instructions: solo time over co-run time.
         Window::Instructions => solo[i].elapsed_cycles() / r.threads[i].elapsed_cycles(),
         // Same time: co-run rate over solo rate.
         Window::Cycles { .. } => r.threads[i].ipc() / solo[i].ipc(),
     };
-    Ok(PairOutcome {
+    PairOutcome {
         pr: [pr(0), pr(1)],
         window: [r.threads[0].window, r.threads[1].window],
-    })
+    }
+}
+
+/// A time-shared pair's first quantum, which its first thread `a` runs alone: the same whatever
+/// the partner, so [`matrix`] runs it once per first workload and continues a copy of it for each
+/// partner ([`pair_after`]), counting exactly what each pair run whole counts. `None` where
+/// nothing is time-shared or a core is in-order (see [`Simulation::run_first_quantum`]).
+fn first_quantum(
+    machine: &MachineModel,
+    a: &dyn Workload,
+    placement: Placement,
+    proto: &Protocol,
+    solo_a: &ThreadResult,
+) -> Result<Option<Simulation>, ProtocolError> {
+    if placement != Placement::Timeshare {
+        return Ok(None);
+    }
+    let cpu = placement_cpus(machine, placement)?[0];
+    // The partner's place is held by a second copy of `a`, replaced before it runs.
+    let plans = plans(&[(a, cpu), (a, cpu)], proto)?;
+    let options = RunOptions::new(pair_window(placement, proto), proto.quantum_cycles);
+    let mut sim = Simulation::new(machine, plans, options)?
+        .with_solo_rates(vec![solo_rates(solo_a, placement, proto), None]);
+    Ok(sim.run_first_quantum().then_some(sim))
+}
+
+/// [`pair`] continued from (a copy of) the first quantum of `a` (see [`first_quantum`]).
+fn pair_after(
+    mut sim: Simulation,
+    machine: &MachineModel,
+    [a, b]: [&dyn Workload; 2],
+    placement: Placement,
+    proto: &Protocol,
+    solo: [&ThreadResult; 2],
+) -> Result<PairOutcome, ProtocolError> {
+    let cpus = placement_cpus(machine, placement)?;
+    let plan_b = plans(&[(a, cpus[0]), (b, cpus[1])], proto)?
+        .pop()
+        .expect("two plans");
+    sim.replace_unstarted(1, plan_b, solo_rates(solo[1], placement, proto));
+    let r = sim.run();
+    Ok(pair_outcome(&r, pair_window(placement, proto), solo))
 }
 
 fn counters_of(c: &ThreadCounters) -> BTreeMap<String, f64> {
@@ -335,22 +404,33 @@ pub fn matrix(
     let pairs: Vec<(usize, usize)> = (0..profiles.len())
         .flat_map(|a| (a..profiles.len()).map(move |b| (a, b)))
         .collect();
-    let outcomes: Vec<PairOutcome> = pairs
-        .par_iter()
-        .map(|&(a, b)| {
-            let copy_b = if a == b { 1 } else { 0 };
-            let r = pair(
-                machine,
-                profiles[a],
-                profiles[b],
-                placement,
-                proto,
-                [solo_of(a, 0), solo_of(b, copy_b)],
-            );
-            progress();
-            r
+    // Grouped by first workload, whose first quantum of time sharing is run once per group.
+    let groups: Vec<Vec<PairOutcome>> = (0..profiles.len())
+        .into_par_iter()
+        .map(|a| {
+            // Behind a lock: a stream is not shared between threads, only sent (copies are).
+            let first = first_quantum(machine, profiles[a], placement, proto, solo_of(a, 0))?
+                .map(Mutex::new);
+            (a..profiles.len())
+                .into_par_iter()
+                .map(|b| {
+                    let copy_b = if a == b { 1 } else { 0 };
+                    let solo = [solo_of(a, 0), solo_of(b, copy_b)];
+                    let both = [profiles[a], profiles[b]];
+                    let copy = first
+                        .as_ref()
+                        .and_then(|f| f.lock().expect("no panic while copying").try_clone());
+                    let r = match copy {
+                        Some(sim) => pair_after(sim, machine, both, placement, proto, solo)?,
+                        None => pair(machine, both[0], both[1], placement, proto, solo)?,
+                    };
+                    progress();
+                    Ok(r)
+                })
+                .collect::<Result<Vec<_>, ProtocolError>>()
         })
         .collect::<Result<_, _>>()?;
+    let outcomes: Vec<PairOutcome> = groups.into_iter().flatten().collect();
     let mut settings = BTreeMap::new();
     settings.insert("seed".into(), proto.seed.to_string());
     settings.insert(

@@ -102,6 +102,11 @@ pub trait InstructionSource: Send {
     fn steady_instructions(&self) -> Option<u64> {
         None
     }
+    /// A copy of the stream as it stands (to continue a run two ways), or `None` if it cannot be
+    /// copied: then every run that needs it starts from the beginning.
+    fn try_clone(&self) -> Option<Box<dyn InstructionSource>> {
+        None
+    }
     /// Moves the stream on by at least `instructions` instructions that run without being
     /// simulated (the credited rest of a refill-only quantum), so that it stays where its program
     /// would be. By default they are generated and dropped.
@@ -621,6 +626,10 @@ impl InstructionSource for SyntheticStream {
 
     fn steady_instructions(&self) -> Option<u64> {
         Some(self.remaining)
+    }
+
+    fn try_clone(&self) -> Option<Box<dyn InstructionSource>> {
+        Some(Box::new(self.clone()))
     }
 
     /// Advances the position in the phase cycle without drawing the skipped instructions: the
