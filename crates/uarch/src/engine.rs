@@ -174,9 +174,17 @@ impl SwThread {
         })
     }
 
-    /// Whether the thread has run or been recorded.
-    fn started(&self) -> bool {
-        self.counters.instructions > 0 || self.start_snapshot.is_some() || !self.samples.is_empty()
+    /// Whether the thread has run: retired, stalled or spent time.
+    fn ran(&self) -> bool {
+        self.counters != ThreadCounters::default() || self.uops != 0.0
+    }
+
+    /// Whether a sample or a boundary of a window of simulated time recorded the thread (what a
+    /// thread built afresh from a plan does not have).
+    fn recorded(&self) -> bool {
+        !self.samples.is_empty()
+            || self.end_snapshot.is_some()
+            || self.start_snapshot.is_some_and(|(_, at)| at > 0.0)
     }
 
     fn done(&self) -> bool {
@@ -483,6 +491,8 @@ struct Core {
     epoch: u64,
     /// The in-order core's clock (an out-of-order core's contexts keep their own).
     cycle: f64,
+    /// Steps left in an out-of-order core's turn (a turn paused before a switch keeps them).
+    steps_left: u32,
     rr_next: usize,
     penalty: f64,
     /// Cycles of one kernel entry and return, and of one locked instruction.
@@ -580,6 +590,7 @@ impl Simulation {
                 epoch: 0,
                 cycle: 0.0,
                 rr_next: 0,
+                steps_left: TURN_STEPS,
                 penalty: match &machine.core {
                     CoreSpec::SmtOoo(s) => s.branch_mispredict_penalty_cycles as f64,
                     CoreSpec::FgmtInorder(s) => s.branch_penalty_cycles as f64,
@@ -640,8 +651,10 @@ impl Simulation {
     /// its next thread: until then only its first thread has run, so a run that differs only in
     /// the threads after the first can continue from here ([`Simulation::try_clone`],
     /// [`Simulation::replace_unstarted`]) and count exactly what it would have counted from the
-    /// start. `false` if no CPU is time-shared or a core is in-order (its cycles interleave every
-    /// context; nothing has run then), or if the run ended before a switch.
+    /// start. `false`, nothing run, if no CPU is time-shared, a core is in-order (its cycles
+    /// interleave every context) or more than one core is busy (resuming would pick the core
+    /// furthest behind afresh); `false` too if the run ended before a switch or a sample or
+    /// window boundary recorded a waiting thread (a quantum shorter than the warm-up round).
     pub fn run_first_quantum(&mut self) -> bool {
         let time_shared = self
             .cores
@@ -651,7 +664,12 @@ impl Simulation {
             .cores
             .iter()
             .all(|c| matches!(c.kind, CoreKind::Ooo(_)));
-        time_shared && all_ooo && self.advance(true)
+        let one_core = self.cores.iter().filter(|c| c.active()).count() == 1;
+        time_shared
+            && all_ooo
+            && one_core
+            && self.advance(true)
+            && self.threads.iter().all(|t| t.ran() || !t.recorded())
     }
 
     /// A copy of the simulation as it stands; `None` if a thread's source cannot be copied.
@@ -675,7 +693,7 @@ impl Simulation {
     pub fn replace_unstarted(&mut self, slot: usize, plan: ThreadPlan, solo: Option<Rates>) {
         let old = &self.threads[slot];
         assert!(
-            !old.started(),
+            !old.ran() && !old.recorded(),
             "thread {slot} has run: it cannot be replaced"
         );
         assert_eq!(old.who.cpu, plan.cpu, "a replacement runs on the same CPU");
@@ -1011,7 +1029,10 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         miss_buffers: spec.miss_buffers.per_thread(running) as usize,
         shared_miss_buffers: spec.miss_buffers.smt == SmtSharing::Shared,
     };
-    for _ in 0..TURN_STEPS {
+    // A turn paused before a switch resumes with the steps it had left, so that the run ends
+    // where it would have ended unpaused.
+    let mut steps_left = std::mem::replace(&mut core.steps_left, TURN_STEPS);
+    while steps_left > 0 {
         // The context furthest behind goes next.
         // The first of the earliest (selects, not branches: which one is behind is a coin toss).
         let Some((&first, rest)) = core.busy.split_first() else {
@@ -1032,10 +1053,12 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         // context with one thread never ends its quantum).
         if core.contexts[ci].now >= core.contexts[ci].quantum_end {
             if turn.pause_at_switch {
+                core.steps_left = steps_left;
                 return true;
             }
             switch(&mut core.contexts[ci], &mut core.epoch, turn);
         }
+        steps_left -= 1;
         if core.contexts[ci].refill_due()
             && refill_step(&mut core.contexts[ci], running, threads, mem, turn)
         {

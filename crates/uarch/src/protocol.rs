@@ -336,8 +336,10 @@ fn pair_outcome(r: &RunResult, window: Window, solo: [&ThreadResult; 2]) -> Pair
 
 /// A time-shared pair's first quantum, which its first thread `a` runs alone: the same whatever
 /// the partner, so [`matrix`] runs it once per first workload and continues a copy of it for each
-/// partner ([`pair_after`]), counting exactly what each pair run whole counts. `None` where
-/// nothing is time-shared or a core is in-order (see [`Simulation::run_first_quantum`]).
+/// partner ([`pair_after`]), counting exactly what each pair run whole counts. `None` where the
+/// stream cannot be copied, nothing is time-shared or a core is in-order, or the quantum is
+/// shorter than the warm-up round (see [`Simulation::run_first_quantum`]): then each pair runs
+/// whole.
 fn first_quantum(
     machine: &MachineModel,
     a: &dyn Workload,
@@ -351,6 +353,9 @@ fn first_quantum(
     let cpu = placement_cpus(machine, placement)?[0];
     // The partner's place is held by a second copy of `a`, replaced before it runs.
     let plans = plans(&[(a, cpu), (a, cpu)], proto)?;
+    if plans[0].source.try_clone().is_none() {
+        return Ok(None);
+    }
     let options = RunOptions::new(pair_window(placement, proto), proto.quantum_cycles);
     let mut sim = Simulation::new(machine, plans, options)?
         .with_solo_rates(vec![solo_rates(solo_a, placement, proto), None]);
@@ -479,4 +484,41 @@ pub fn matrix(
             })
             .collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smtsched_model::{load_machine, load_workload};
+
+    fn proto(quantum_cycles: u64) -> Protocol {
+        Protocol {
+            seed: 1,
+            warmup_instructions: 1_000,
+            measure_instructions: 1_000,
+            quantum_cycles,
+            timeshare_rounds: 1,
+            refill_only: false,
+        }
+    }
+
+    #[test]
+    fn a_first_quantum_is_shared_only_where_it_is_run_by_its_first_thread_alone() {
+        let w = load_workload("mcf-like", &[]).unwrap();
+        let first = |machine: &str, placement: Placement, quantum_cycles: u64| {
+            let m = load_machine(machine, &[]).unwrap();
+            let p = proto(quantum_cycles);
+            let cpu = placement_cpus(&m, Placement::Timeshare).unwrap()[0];
+            let solo = solo_for(&m, &w, 0, cpu, &p, placement).unwrap();
+            first_quantum(&m, &w, placement, &p, &solo)
+                .unwrap()
+                .is_some()
+        };
+        assert!(first("northwood", Placement::Timeshare, 100_000));
+        assert!(!first("northwood", Placement::Siblings, 100_000));
+        assert!(!first("cmt-fedorova", Placement::Timeshare, 100_000));
+        // One cycle: the first access outlasts the warm-up round, whose end records the
+        // waiting partner too.
+        assert!(!first("northwood", Placement::Timeshare, 1));
+    }
 }

@@ -59,26 +59,32 @@ fn a_pair_continued_from_a_shared_first_quantum_counts_what_the_whole_run_counts
         .iter()
         .map(|x| Rates::of_solo(&solo_for(&m, x, 0, cpu, &p, Placement::Timeshare).unwrap()))
         .collect();
-    let rates = |i: usize| solo_rates[i];
-    let build = |b: usize| {
-        let plans = vec![plan(&w[0], 0, cpu, 0, 1), plan(&w[b], 0, cpu, 1, 2)];
-        Simulation::new(&m, plans, options)
-            .unwrap()
-            .with_solo_rates(vec![rates(0), rates(b)])
-    };
-    // mcf-like's first quantum, its partner's place held by swim-like, which never runs in it.
-    let mut first = build(2);
-    assert!(first.run_first_quantum());
-    for b in [1, 2] {
-        let mut continued = first.try_clone().expect("synthetic streams can be copied");
-        continued.replace_unstarted(1, plan(&w[b], 0, cpu, 1, 2), rates(b));
-        let (whole, continued) = (build(b).run(), continued.run());
-        assert_eq!(
-            whole.threads, continued.threads,
-            "mcf-like with {}",
-            w[b].name
-        );
-        assert!(whole.threads[1].window.instructions > 0);
+    // Refill-only quanta, and every cycle simulated.
+    for refill in [true, false] {
+        let rates = |i: usize| if refill { solo_rates[i] } else { None };
+        let build = |b: usize| {
+            let plans = vec![plan(&w[0], 0, cpu, 0, 1), plan(&w[b], 0, cpu, 1, 2)];
+            Simulation::new(&m, plans, options)
+                .unwrap()
+                .with_solo_rates(vec![rates(0), rates(b)])
+        };
+        // mcf-like's first quantum, its partner's place held by swim-like, which never runs in it.
+        let mut first = build(2);
+        assert!(first.run_first_quantum());
+        for b in [1, 2] {
+            let mut continued = first.try_clone().expect("synthetic streams can be copied");
+            continued.replace_unstarted(1, plan(&w[b], 0, cpu, 1, 2), rates(b));
+            let (whole, continued) = (build(b).run(), continued.run());
+            let names = format!("mcf-like with {}, refill-only {refill}", w[b].name);
+            assert_eq!(whole.threads, continued.threads, "{names}");
+            // The run goes on past the windows exactly as far (each thread's footprint at its
+            // end included).
+            assert_eq!(
+                whole.instructions_simulated, continued.instructions_simulated,
+                "{names}"
+            );
+            assert!(whole.threads[1].window.instructions > 0);
+        }
     }
 }
 
@@ -96,20 +102,22 @@ fn a_thread_that_has_run_cannot_be_replaced() {
 }
 
 #[test]
-fn no_first_quantum_is_shared_without_time_sharing_or_on_an_in_order_core() {
-    let run = |machine: &str, cpus: [u32; 2]| {
+fn no_first_quantum_is_shared_without_time_sharing_on_one_busy_out_of_order_core() {
+    let run = |machine: &str, cpus: &[u32]| {
         let m = load_machine(machine, &[]).unwrap();
         let p = proto(&m);
         let w = profiles(&["mcf-like"]);
-        let options = pair_options(&p);
-        let plans = vec![plan(&w[0], 0, cpus[0], 0, 1), plan(&w[0], 1, cpus[1], 1, 1)];
-        Simulation::new(&m, plans, options)
-            .unwrap()
-            .run_first_quantum()
+        let plans = (0..cpus.len() as u32)
+            .map(|i| plan(&w[0], i, cpus[i as usize], i, 1))
+            .collect();
+        let mut sim = Simulation::new(&m, plans, pair_options(&p)).unwrap();
+        sim.run_first_quantum()
     };
-    assert!(run("northwood", [1, 1]));
-    assert!(!run("northwood", [1, 3]));
-    assert!(!run("cmt-fedorova", [0, 0]));
+    assert!(run("northwood", &[1, 1]));
+    // Separate cores; in-order; a thread on another core running beside the first quantum.
+    assert!(!run("northwood", &[1, 3]));
+    assert!(!run("cmt-fedorova", &[0, 0]));
+    assert!(!run("northwood", &[1, 1, 3]));
 }
 
 #[test]
