@@ -110,6 +110,24 @@ fn reproduce_all_writes_a_report_that_renders_in_chromium() {
         let n = claims.iter().filter(|c| c["verdict"] == verdict).count();
         assert_eq!(v["counts"][key], n, "{key}");
     }
+    // Each claim carries what it rests on as numbers, the same fields for a policies and a
+    // configurations experiment: a claim that holds has every interval measured, and its
+    // evidence line shows each one's mean to three places.
+    for c in &claims {
+        let quantities = c["quantities"].as_array().unwrap();
+        assert!(!quantities.is_empty(), "{c}");
+        for q in quantities {
+            assert!(!q["of"].as_str().unwrap().is_empty(), "{c}");
+            if c["verdict"] == "holds" {
+                let i = &q["interval"];
+                let (lo, mean, hi) = (i["lo"].as_f64(), i["mean"].as_f64(), i["hi"].as_f64());
+                let (lo, mean, hi) = (lo.unwrap(), mean.unwrap(), hi.unwrap());
+                assert!(lo <= mean && mean <= hi, "{c}");
+                let shown = format!("{mean:.3}");
+                assert!(c["evidence"].as_str().unwrap().contains(&shown), "{c}");
+            }
+        }
+    }
     let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
     // Self-contained: no external resources; the results embedded.
     for external in ["src=\"http", "href=\"http", "<link", "url("] {
@@ -393,6 +411,41 @@ fn untimed(path: &Path) -> serde_json::Value {
         e.as_object_mut().unwrap().remove("cpu_seconds");
     }
     v
+}
+
+#[test]
+fn shards_of_one_seed_merge_with_their_unbounded_intervals() {
+    // At one seed a claim's interval is unbounded, which JSON writes as null: the shards must
+    // read it back, and the merged report must equal the whole run's.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["reproduce", "all", "--only", "fedorova-cpi"];
+        args.extend(["--repetitions", "1", "--max-repetitions", "1"]);
+        args.extend(extra);
+        let o = smtsched(d, &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&["-o", "whole"]);
+    run(&["--shard", "1/1", "-o", "s1.json"]);
+    let o = smtsched(
+        d,
+        &["reproduce", "all", "--merge", "s1.json", "-o", "merged"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let whole = untimed(&d.join("whole/report.json"));
+    assert_eq!(untimed(&d.join("merged/report.json")), whole);
+    let claims = whole["experiments"][0]["claims"].as_array().unwrap();
+    assert!(!claims.is_empty());
+    for c in claims {
+        assert_eq!(c["verdict"], "inconclusive", "{c}");
+        let i = &c["quantities"][0]["interval"];
+        assert_eq!(
+            (i["n"].as_u64(), &i["lo"], &i["hi"]),
+            (Some(1), &serde_json::Value::Null, &serde_json::Value::Null),
+            "{c}"
+        );
+    }
 }
 
 /// User and system CPU time of this process's finished children, from the kernel.

@@ -40,12 +40,23 @@ impl Verdict {
 
 /// The mean of `n` values and its two-sided 95% confidence interval (Student's t). With one
 /// value the interval is unbounded; with identical values it is the point.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeanInterval {
     pub n: usize,
     pub mean: f64,
+    /// Unbounded (−∞, +∞) with one value: JSON writes that as `null`, read back as unbounded.
+    #[serde(deserialize_with = "lower_or_unbounded")]
     pub lo: f64,
+    #[serde(deserialize_with = "upper_or_unbounded")]
     pub hi: f64,
+}
+
+fn lower_or_unbounded<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NEG_INFINITY))
+}
+
+fn upper_or_unbounded<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 /// Two-sided 95% quantiles of Student's t, t(0.975, df) for df = 1..=30 (standard tables).
@@ -128,6 +139,21 @@ mod tests {
         assert!((2.0 - i.lo - 4.303 / 3f64.sqrt()).abs() < 1e-12);
         assert!(MeanInterval::of(&[]).is_none());
         assert!(MeanInterval::of(&[1.0, f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn an_interval_reads_back_from_json_as_written_unbounded_too() {
+        // One value: the interval is unbounded, which JSON can only write as null.
+        let one = MeanInterval::of(&[0.5]).unwrap();
+        let text = serde_json::to_string(&one).unwrap();
+        assert_eq!(text, r#"{"n":1,"mean":0.5,"lo":null,"hi":null}"#);
+        let back: MeanInterval = serde_json::from_str(&text).unwrap();
+        assert_eq!((back.lo, back.hi), (f64::NEG_INFINITY, f64::INFINITY));
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        let three = MeanInterval::of(&[1.0, 2.0, 3.0]).unwrap();
+        let back: MeanInterval =
+            serde_json::from_str(&serde_json::to_string(&three).unwrap()).unwrap();
+        assert_eq!(back, three);
     }
 
     #[test]

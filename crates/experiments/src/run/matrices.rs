@@ -2,7 +2,7 @@
 //! the §3.5 asymmetry study (every pairing of groups of four). Each claim is a range for a
 //! summary of the matrices, judged over seeds.
 
-use super::seeds::{over_seeds, range_claims, SeedRun};
+use super::seeds::{metric_name, over_seeds, range_claims, SeedRun};
 use super::{paper_text, KindOutcome, Progress, RunError, RunOptions};
 use crate::experiment::{run_asymmetry, Experiment};
 use crate::pairs;
@@ -18,7 +18,14 @@ pub(super) fn pairs(
 ) -> Result<KindOutcome, RunError> {
     let n = e.workloads.len();
     let runs_per_placement = n * (n + 1) / 2 + 2 * n;
-    let claims = range_claims(&e.pairs.claims, |c| (c.says.as_str(), c.within));
+    let claims = range_claims(&e.pairs.claims, |c| {
+        let under = match c.over {
+            Some(over) => format!("{} / {over}", c.placement),
+            None => c.placement.to_string(),
+        };
+        let of = format!("{} ({under})", metric_name(&c.metric));
+        (c.says.as_str(), c.within, of)
+    });
     let one = |seed: u64| -> Result<SeedRun, RunError> {
         p.begin(
             &format!("{} seed {seed}", e.name),
@@ -130,7 +137,9 @@ pub(super) fn asymmetry(
         .iter()
         .map(|w| load_workload(w, &[]))
         .collect::<Result<_, _>>()?;
-    let claims = range_claims(&e.asymmetry.claims, |c| (c.says.as_str(), c.within));
+    let claims = range_claims(&e.asymmetry.claims, |c| {
+        (c.says.as_str(), c.within, metric_name(&c.metric))
+    });
     let one = |seed: u64| -> Result<SeedRun, RunError> {
         let proto = Protocol {
             seed,

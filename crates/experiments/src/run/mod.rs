@@ -11,11 +11,11 @@ mod settings;
 mod windowed;
 
 use crate::experiment::{Experiment, ExperimentKind, Paper};
-use seeds::{over_seeds, range_claims, SeedRun};
+use seeds::{metric_name, over_seeds, range_claims, SeedRun};
 use smtsched_model::{load_machine, MachineModel, ModelError, Override};
 use smtsched_os::sim::Baseline;
 use smtsched_os::PolicyName;
-use smtsched_report::verdict::Verdict;
+use smtsched_report::verdict::{MeanInterval, Verdict};
 
 /// What a run may change from the experiment file (the command line's overrides).
 #[derive(Clone, Debug, Default)]
@@ -131,6 +131,20 @@ pub struct ClaimOutcome {
     pub verdict: Verdict,
     /// The interval or value it rests on, as text.
     pub evidence: String,
+    /// The same as numbers: each quantity the verdict rests on, with its 95% interval over the
+    /// seeds (the same fields whatever the experiment's kind).
+    #[serde(default)]
+    pub quantities: Vec<ClaimQuantity>,
+}
+
+/// A quantity a claim's verdict rests on.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClaimQuantity {
+    /// What it is: a metric, a difference of two policies' figures (`plan - naive`), a
+    /// configuration's ratio in one row.
+    pub of: String,
+    /// Its mean and 95% interval over the seeds; `None` if it was not measured.
+    pub interval: Option<MeanInterval>,
 }
 
 /// What one kind's run adds to the report's heading.
@@ -259,7 +273,9 @@ fn paper_text(paper: &Paper) -> String {
 }
 
 fn fedorova(e: &Experiment, o: &RunOptions, p: &dyn Progress) -> Result<KindOutcome, RunError> {
-    let claims = range_claims(&e.cmt.claims, |c| (c.says.as_str(), c.within));
+    let claims = range_claims(&e.cmt.claims, |c| {
+        (c.says.as_str(), c.within, metric_name(&c.metric))
+    });
     let one = |seed: u64| -> Result<SeedRun, RunError> {
         let r = crate::fedorova::reproduce(e, seed, &|line: &str| p.status(line))?;
         Ok(SeedRun {

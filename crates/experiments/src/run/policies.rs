@@ -2,8 +2,8 @@
 //! and each claim judged on the per-seed differences between policies.
 
 use super::{
-    more_repetitions, paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError,
-    RunOptions,
+    more_repetitions, paper_text, repetitions, ClaimOutcome, ClaimQuantity, KindOutcome, Progress,
+    RunError, RunOptions,
 };
 use crate::configurations::interval_text;
 use crate::experiment::{judge, metric, metric_values, Experiment, Judgement, PolicyMetric};
@@ -42,6 +42,10 @@ pub(super) fn run(
                 says: c.says.clone(),
                 verdict: j.verdict,
                 evidence: judgement_line(&c.says, &j),
+                quantities: vec![ClaimQuantity {
+                    of: j.compared.clone(),
+                    interval: j.difference,
+                }],
             }
         })
         .collect();

@@ -5,7 +5,8 @@
 //! so more seeds run (doubling) until every claim is decided or the cap is reached.
 
 use super::{
-    cap, more_repetitions, repetitions, ClaimOutcome, KindOutcome, Progress, RunError, RunOptions,
+    cap, more_repetitions, repetitions, ClaimOutcome, ClaimQuantity, KindOutcome, Progress,
+    RunError, RunOptions,
 };
 use crate::configurations::interval_text;
 use crate::experiment::Experiment;
@@ -20,22 +21,33 @@ pub(super) struct SeedRun {
     pub claim_values: Vec<Option<f64>>,
 }
 
+/// A metric's name as experiment files spell it.
+pub(super) fn metric_name<M: serde::Serialize>(metric: &M) -> String {
+    match serde_json::to_value(metric) {
+        Ok(serde_json::Value::String(name)) => name,
+        other => format!("{other:?}"),
+    }
+}
+
 /// A claim as the range kinds state it.
 pub(super) struct RangeClaim<'a> {
     pub says: &'a str,
     pub within: [f64; 2],
+    /// The quantity it bounds (its metric, and for a pairs claim the placements).
+    pub of: String,
 }
 
-/// Each of `claims` as its words and range (`of` reads them from the file's claim type).
+/// Each of `claims` as its words, range and quantity (`of` reads them from the file's claim
+/// type).
 pub(super) fn range_claims<'a, C>(
     claims: &'a [C],
-    of: impl Fn(&'a C) -> (&'a str, [f64; 2]),
+    of: impl Fn(&'a C) -> (&'a str, [f64; 2], String),
 ) -> Vec<RangeClaim<'a>> {
     claims
         .iter()
         .map(|c| {
-            let (says, within) = of(c);
-            RangeClaim { says, within }
+            let (says, within, of) = of(c);
+            RangeClaim { says, within, of }
         })
         .collect()
 }
@@ -125,6 +137,10 @@ fn judged(claims: &[RangeClaim], runs: &[SeedRun]) -> Vec<ClaimOutcome> {
             };
             ClaimOutcome {
                 says: c.says.to_string(),
+                quantities: vec![ClaimQuantity {
+                    of: c.of.clone(),
+                    interval,
+                }],
                 verdict,
                 evidence: format!(
                     "[{}] {} (claimed {}; {measured})",
@@ -168,14 +184,17 @@ mod tests {
             RangeClaim {
                 says: "in",
                 within: [0.5, 2.0],
+                of: "x".into(),
             },
             RangeClaim {
                 says: "out",
                 within: [2.0, 3.0],
+                of: "x".into(),
             },
             RangeClaim {
                 says: "across",
                 within: [1.0, 2.0],
+                of: "x".into(),
             },
         ];
         let v: Vec<Verdict> = judged(&claims, &runs).iter().map(|c| c.verdict).collect();
@@ -183,6 +202,11 @@ mod tests {
             v,
             [Verdict::Holds, Verdict::DoesNotHold, Verdict::Inconclusive]
         );
+        // The interval as numbers too, named by what it is of.
+        let q = &judged(&claims, &runs)[2].quantities;
+        let i = q[0].interval.unwrap();
+        assert_eq!((q.len(), q[0].of.as_str(), i.n), (1, "x", 3));
+        assert!((i.mean - 1.1).abs() < 1e-12 && (i.hi - 1.348).abs() < 5e-4);
         let e = &judged(&claims, &runs)[2].evidence;
         assert!(
             e.contains("(claimed within [1, 2]; measured 1.100 [0.852, 1.348] n=3)"),
@@ -191,6 +215,7 @@ mod tests {
         let open_ended = RangeClaim {
             says: "above a half",
             within: [0.5, f64::INFINITY],
+            of: "x".into(),
         };
         let e = &judged(&[open_ended], &runs)[0].evidence;
         assert!(

@@ -2,8 +2,8 @@
 //! repeated while a claim is inconclusive, each claim judged on per-seed ratios.
 
 use super::{
-    more_repetitions, paper_text, repetitions, ClaimOutcome, KindOutcome, Progress, RunError,
-    RunOptions,
+    more_repetitions, paper_text, repetitions, ClaimOutcome, ClaimQuantity, KindOutcome, Progress,
+    RunError, RunOptions,
 };
 use crate::configurations::{self, claim_line, Common, ConfigResults};
 use crate::experiment::Experiment;
@@ -76,6 +76,14 @@ pub(super) fn run(
                 says: c.says.clone(),
                 verdict: j.verdict,
                 evidence: claim_line(c, &j),
+                quantities: j
+                    .rows
+                    .iter()
+                    .map(|(row, interval)| ClaimQuantity {
+                        of: ratio_of(c, row),
+                        interval: *interval,
+                    })
+                    .collect(),
             }
         })
         .collect();
@@ -97,4 +105,17 @@ pub(super) fn run(
         claims,
         figures: Vec::new(),
     })
+}
+
+/// What a configurations claim bounds in `row`: `response_time plain / hyperthreaded`, with
+/// ` in ROW` and ` over ROW` where it names rows.
+fn ratio_of(c: &configurations::RatioClaim, row: &str) -> String {
+    let mut of = format!("{} {}", super::metric_name(&c.metric), c.ratio.join(" / "));
+    if !row.is_empty() {
+        of += &format!(" in {row}");
+    }
+    if let Some(over) = &c.over_row {
+        of += &format!(" over {over}");
+    }
+    of
 }

@@ -1,7 +1,7 @@
 //! The windows experiments (thesis §3.4 phases, §3.4.1 estimator): windows simulated, then
 //! measured, each claim one seed's value in a range.
 
-use super::seeds::{over_seeds, range_claims, SeedRun};
+use super::seeds::{metric_name, over_seeds, range_claims, SeedRun};
 use super::{paper_text, KindOutcome, Progress, RunError, RunOptions};
 use crate::experiment::{Experiment, ExperimentKind};
 use crate::windows::{self, WindowsMetric, WindowsSpec};
@@ -45,7 +45,9 @@ pub(super) fn run(
     p: &dyn Progress,
 ) -> Result<KindOutcome, RunError> {
     let spec = &e.windows;
-    let claims = range_claims(&spec.claims, |c| (c.says.as_str(), c.within));
+    let claims = range_claims(&spec.claims, |c| {
+        (c.says.as_str(), c.within, metric_name(&c.metric))
+    });
     let one = |seed: u64| -> Result<SeedRun, RunError> {
         let train = simulate(e, m, &spec.train, seed, p)?;
         let (mut text, json, values, figures) = match e.kind {
