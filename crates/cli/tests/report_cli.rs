@@ -399,10 +399,12 @@ fn the_report_draws_the_papers_plots_of_pairs_groups_of_four_and_the_l2_sweep() 
     assert!(console.is_empty(), "{console:?}");
 }
 
-/// `report.json` without its timings (the one part two runs of the same experiments differ in).
+/// `report.json` without its timings and how it was run (the parts two runs of the same
+/// experiments differ in).
 fn untimed(path: &Path) -> serde_json::Value {
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("continued_experiments");
     v.as_object_mut().unwrap().remove("seconds");
     v.as_object_mut().unwrap().remove("wall_seconds");
     v.as_object_mut().unwrap().remove("cpu_seconds");
@@ -461,7 +463,7 @@ fn children_cpu_seconds() -> f64 {
 }
 
 #[test]
-fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
+fn reproduce_all_in_shards_or_stopped_and_continued_gives_the_report_of_one_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let only = "thesis-http,thesis-kernel-build,thesis-desktop";
@@ -524,6 +526,7 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
     let total = whole["cpu_seconds"].as_f64().unwrap();
     assert!((total - cpu.iter().sum::<f64>()).abs() < 1e-6 * total);
     assert!(total <= used + 0.01, "{total} CPU s reported, {used} used");
+    stopped_and_continued(d, only, &untimed(&d.join("whole/report.json")));
     let md = std::fs::read_to_string(d.join("merged/report.md")).unwrap();
     // (The shards' CPU time is their own, not the whole run's.)
     let merged = json("merged")["cpu_seconds"].as_f64().unwrap();
@@ -570,6 +573,93 @@ fn reproduce_all_in_shards_merges_into_the_report_of_one_run() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains(says), "{err}");
     }
+}
+
+/// A run of `only` killed (SIGKILL, no chance to tidy up) once it has kept an experiment, then
+/// started again, continues: it runs only what was left and writes `whole`'s report, and nothing
+/// of the continuation is left beside it. What another run left is set aside, and a file of the
+/// same name that is not ours is refused before any work.
+fn stopped_and_continued(d: &Path, only: &str, whole: &serde_json::Value) {
+    let args = ["reproduce", "all", "--only", only, "--max-repetitions", "2"];
+    let kept = d.join("cont/reproduce-progress.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .args(["-o", "cont"])
+        .current_dir(d)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !kept.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before keeping anything"
+        );
+        assert!(started.elapsed().as_secs() < 300, "nothing kept in 300 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let progress: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let earlier = progress["outcomes"].as_array().unwrap().len();
+    assert!((1..3).contains(&earlier), "{earlier} kept");
+    // Another run (here: of other experiments) does not continue what it finds kept.
+    std::fs::create_dir(d.join("other")).unwrap();
+    std::fs::copy(&kept, d.join("other/reproduce-progress.json")).unwrap();
+    let o = smtsched(
+        d,
+        &[
+            "reproduce",
+            "all",
+            "--only",
+            "thesis-http",
+            "--max-repetitions",
+            "2",
+            "-o",
+            "other",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let set_aside = "other/reproduce-progress.json: experiments of another run (other experiments";
+    assert!(
+        err.contains(set_aside) && err.contains("starting afresh"),
+        "{err}"
+    );
+    assert_eq!(err.matches(" claim(s), ").count(), 1, "{err}");
+    assert!(!d.join("other/reproduce-progress.json").exists());
+    let o = smtsched(d, &[&args[..], &["-o", "cont"]].concat());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "continuing: {earlier} of 3 experiment(s) finished earlier"
+        )),
+        "{err}"
+    );
+    // Only what was left ran.
+    assert_eq!(err.matches(" claim(s), ").count(), 3 - earlier, "{err}");
+    let report = d.join("cont/report.json");
+    assert_eq!(&untimed(&report), whole);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(json["wall_seconds"].is_null());
+    assert_eq!(json["continued_experiments"].as_u64(), Some(earlier as u64));
+    let mut names: Vec<String> = std::fs::read_dir(d.join("cont"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["report.html", "report.json", "report.md"]);
+    // A file of that name that is not a progress file is the user's: refused, left as it was.
+    std::fs::write(&kept, "mine\n").unwrap();
+    let o = smtsched(d, &[&args[..], &["-o", "cont"]].concat());
+    assert_bad_input(
+        &o,
+        &["cont/reproduce-progress.json: not a reproduce-all progress file"],
+    );
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "mine\n");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::slurm::Submission;
 use super::super::{check_outputs, out, write_file, Bars};
-use super::report::{report, summary_table, write_report};
+use super::report::{report, summary_table, write_report, Ran};
 use super::run_options;
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
@@ -13,7 +13,9 @@ use anyhow::Result;
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
 use smtsched_experiments::run::{run_on_own_threads, Outcome, RunOptions};
 use smtsched_experiments::shards::Shard;
-use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard};
+use smtsched_experiments::suite::{
+    merge, read_progress, read_shard, Suite, SuiteProgress, SuiteShard,
+};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -82,7 +84,7 @@ impl AllPlan {
                 seed,
                 outcomes,
                 dir,
-            } => finish(seed, &outcomes, None, dir.as_deref()),
+            } => finish(seed, &outcomes, Ran::InShards, dir.as_deref()),
             AllPlan::Slurm(s) => s.write(),
         }
     }
@@ -171,30 +173,135 @@ impl RunAll {
     fn execute(self) -> Result<()> {
         let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
         let total = self.suite.shard_items(shard).len();
+        // A whole suite writing a report keeps what it finishes beside it (see `Kept`).
+        let kept = match (self.shard, &self.output) {
+            (None, Some(dir)) => Some(Kept::open(dir, self.suite.clone(), total)?),
+            _ => None,
+        };
+        let earlier = kept.as_ref().map_or_else(Vec::new, Kept::outcomes);
         let mine: Vec<(usize, usize, Experiment)> = self
             .experiments
             .into_iter()
             .enumerate()
-            .filter(|(i, _)| shard.takes(*i))
+            .filter(|(i, _)| shard.takes(*i) && !earlier.iter().any(|(j, _)| j == i))
             .enumerate()
-            .map(|(n, (i, e))| (n, i, e))
+            .map(|(n, (i, e))| (n + earlier.len(), i, e))
             .collect();
         let started = std::time::Instant::now();
-        let outcomes = run_side_by_side(mine, total, &self.options)?;
-        let wall = Some(started.elapsed().as_secs_f64());
+        let keep = |i: usize, o: &Outcome| kept.as_ref().map_or(Ok(()), |k| k.keep(i, o));
+        let mut outcomes = run_side_by_side(mine, total, &self.options, &keep)?;
+        // A run that continued an interrupted one did not run as one: it has no wall time.
+        let ran = match earlier.len() {
+            0 => Ran::Together(started.elapsed().as_secs_f64()),
+            n => Ran::Continued { earlier: n },
+        };
+        outcomes.extend(earlier);
+        outcomes.sort_by_key(|(i, _)| *i);
         match (self.shard, self.output) {
             (Some(s), Some(f)) => {
                 let file = SuiteShard::new(self.suite, s, outcomes);
                 write_file(&f, (serde_json::to_string(&file)? + "\n").as_bytes())?;
                 let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
-                out(&summary_table(&report(self.options.seed, &done, wall)))
+                out(&summary_table(&report(self.options.seed, &done, ran)))
             }
             (_, output) => {
                 let done: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
-                finish(self.options.seed, &done, wall, output.as_deref())
+                finish(self.options.seed, &done, ran, output.as_deref())?;
+                kept.map_or(Ok(()), Kept::remove)
             }
         }
     }
+}
+
+/// The experiments a suite run has finished, kept in its report directory until the report is
+/// written, so that the same command, stopped (Ctrl-C, SIGTERM, SIGKILL, a failed experiment),
+/// continues where it stopped instead of starting over. The file is replaced whole after each
+/// experiment (as any output: an interrupted write leaves the old one).
+struct Kept {
+    path: PathBuf,
+    dir: PathBuf,
+    progress: Mutex<SuiteProgress>,
+    total: usize,
+}
+
+/// The progress file's name in the report directory.
+const PROGRESS_FILE: &str = "reproduce-progress.json";
+
+impl Kept {
+    /// Reads what an earlier run of this suite by this program left in `dir`, saying so; a
+    /// file of another run or program is set aside (replaced at the first experiment's end).
+    fn open(dir: &Path, suite: Suite, total: usize) -> Result<Kept> {
+        let path = dir.join(PROGRESS_FILE);
+        let build = build_fingerprint()?;
+        let file = path.display();
+        let mut progress = SuiteProgress::new(suite, build);
+        match read_progress(&path).map_err(bad_input)? {
+            Some(p) => match p.mismatch(&progress.suite, &progress.build) {
+                Some(why) => eprintln!("{file}: experiments of {why}: starting afresh"),
+                None => {
+                    eprintln!(
+                        "continuing: {} of {total} experiment(s) finished earlier, kept in {file}",
+                        p.outcomes.len()
+                    );
+                    progress = p;
+                }
+            },
+            None if total > 1 => eprintln!(
+                "finished experiments are kept in {file} until the report is written: \
+                 if stopped, the same command continues"
+            ),
+            None => {}
+        }
+        Ok(Kept {
+            path,
+            dir: dir.to_path_buf(),
+            progress: Mutex::new(progress),
+            total,
+        })
+    }
+
+    fn outcomes(&self) -> Vec<(usize, Outcome)> {
+        self.lock().outcomes.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SuiteProgress> {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps experiment `i`'s outcome; the last one is not written (the report follows).
+    fn keep(&self, i: usize, o: &Outcome) -> Result<()> {
+        let mut p = self.lock();
+        p.outcomes.push((i, o.clone()));
+        if p.outcomes.len() == self.total {
+            return Ok(());
+        }
+        make_output_dir(&self.dir, "-o")?;
+        write_file(&self.path, (serde_json::to_string(&*p)? + "\n").as_bytes())
+    }
+
+    /// The report is written: what was kept for it goes.
+    fn remove(self) -> Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(anyhow::Error::new(e).context(format!("cannot remove {}", self.path.display())))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A fingerprint of this program's executable: kept experiments continue only under the build
+/// that ran them. (std's SipHash with fixed keys: the same bytes give the same value under one
+/// build of the program, which is all this compares; a test build's 200 MB take a tenth of a
+/// second.)
+fn build_fingerprint() -> Result<String> {
+    use std::hash::Hasher;
+    let exe = std::env::current_exe()?;
+    let bytes = std::fs::read(&exe)
+        .map_err(|e| anyhow::Error::new(e).context(format!("cannot read {}", exe.display())))?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    h.write(&bytes);
+    Ok(format!("{:016x}", h.finish()))
 }
 
 /// Experiments run side by side, as many as the host has cores: most have serial stretches
@@ -208,6 +315,7 @@ fn run_side_by_side(
     mine: Vec<(usize, usize, Experiment)>,
     total: usize,
     options: &RunOptions,
+    keep: &(dyn Fn(usize, &Outcome) -> Result<()> + Sync),
 ) -> Result<Vec<(usize, Outcome)>> {
     let multi = indicatif::MultiProgress::new();
     let threads = rayon::current_num_threads();
@@ -225,7 +333,8 @@ fn run_side_by_side(
                     while let Some((n, i, e)) = next() {
                         let bars = Bars::in_multi(&multi);
                         let place = format!("[{}/{total}]", n + 1);
-                        let r = run_one(e, &place, options, &bars, threads);
+                        let r = run_one(e, &place, options, &bars, threads)
+                            .and_then(|o| keep(i, &o).map(|()| o));
                         failed.fetch_or(r.is_err(), Ordering::SeqCst);
                         done.push(r.map(|o| (i, o)));
                     }
@@ -265,15 +374,10 @@ fn run_one(
     Ok(o)
 }
 
-/// The report of `outcomes` (run in `wall_seconds` if run together): written into `dir` if
+/// The report of `outcomes` (run as `ran` says): written into `dir` if
 /// given, and its summary printed.
-fn finish(
-    seed: u64,
-    outcomes: &[Outcome],
-    wall_seconds: Option<f64>,
-    dir: Option<&Path>,
-) -> Result<()> {
-    let r = report(seed, outcomes, wall_seconds);
+fn finish(seed: u64, outcomes: &[Outcome], ran: Ran, dir: Option<&Path>) -> Result<()> {
+    let r = report(seed, outcomes, ran);
     if let Some(d) = dir {
         make_output_dir(d, "-o")?;
         write_report(d, &r, outcomes)?;

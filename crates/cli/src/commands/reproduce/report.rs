@@ -28,8 +28,12 @@ pub struct Report<'a> {
     seconds: f64,
     /// The CPU time the experiments' own threads used, added up; `None` if one did not say.
     cpu_seconds: Option<f64>,
-    /// The run's wall-clock time; `None` for merged shards, which ran apart.
+    /// The run's wall-clock time; `None` for merged shards, which ran apart, and for a run that
+    /// continued an interrupted one.
     wall_seconds: Option<f64>,
+    /// How many experiments a continued run took from the interrupted one (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    continued_experiments: Option<usize>,
     counts: Counts,
     experiments: Vec<ExperimentReport<'a>>,
 }
@@ -48,8 +52,19 @@ struct ExperimentReport<'a> {
     result: &'a serde_json::Value,
 }
 
-/// The report of `outcomes` (run from `seed` on, in `wall_seconds` if run together).
-pub fn report(seed: u64, outcomes: &[Outcome], wall_seconds: Option<f64>) -> Report<'_> {
+/// How the outcomes of a report were run.
+#[derive(Clone, Copy, Debug)]
+pub enum Ran {
+    /// As one run, in this many seconds of wall-clock time.
+    Together(f64),
+    /// In shards, merged afterwards.
+    InShards,
+    /// Continuing an interrupted run, which had finished `earlier` of them.
+    Continued { earlier: usize },
+}
+
+/// The report of `outcomes` (run from `seed` on, as `ran` says).
+pub fn report(seed: u64, outcomes: &[Outcome], ran: Ran) -> Report<'_> {
     let count = |v: Verdict| {
         outcomes
             .iter()
@@ -66,7 +81,14 @@ pub fn report(seed: u64, outcomes: &[Outcome], wall_seconds: Option<f64>) -> Rep
         cpu_seconds: outcomes
             .iter()
             .try_fold(0.0, |s, o| o.cpu_seconds.map(|c| s + c)),
-        wall_seconds,
+        wall_seconds: match ran {
+            Ran::Together(w) => Some(w),
+            _ => None,
+        },
+        continued_experiments: match ran {
+            Ran::Continued { earlier } => Some(earlier),
+            _ => None,
+        },
         counts: Counts {
             holds: count(Verdict::Holds),
             does_not_hold: count(Verdict::DoesNotHold),
@@ -157,12 +179,17 @@ fn time_taken(r: &Report) -> String {
         Some(c) => format!(", {c:.0} CPU s"),
         None => String::new(),
     };
-    match r.wall_seconds {
-        Some(w) => format!(
+    match (r.wall_seconds, r.continued_experiments) {
+        (Some(w), _) => format!(
             "{w:.0} s wall clock{used}; the experiments ran side by side, their own times adding up to {:.0} s",
             r.seconds
         ),
-        None => format!(
+        (None, Some(earlier)) => format!(
+            "continued after an interruption, {earlier} of {} experiment(s) run before it{used}; the experiments' own times add up to {:.0} s",
+            r.experiments.len(),
+            r.seconds
+        ),
+        (None, None) => format!(
             "merged shards{used}; the experiments' own times add up to {:.0} s",
             r.seconds
         ),
