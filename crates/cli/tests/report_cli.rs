@@ -602,7 +602,7 @@ fn stopped_and_continued(d: &Path, only: &str, whole: &serde_json::Value) {
     child.wait().unwrap();
     let progress: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
-    let earlier = progress["outcomes"].as_array().unwrap().len();
+    let earlier = progress["done"].as_array().unwrap().len();
     assert!((1..3).contains(&earlier), "{earlier} kept");
     // Another run (here: of other experiments) does not continue what it finds kept.
     std::fs::create_dir(d.join("other")).unwrap();
@@ -622,7 +622,8 @@ fn stopped_and_continued(d: &Path, only: &str, whole: &serde_json::Value) {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
-    let set_aside = "other/reproduce-progress.json: experiments of another run (other experiments";
+    let set_aside =
+        "other/reproduce-progress.json: experiment(s) of another run (other experiments";
     assert!(
         err.contains(set_aside) && err.contains("starting afresh"),
         "{err}"
@@ -655,10 +656,7 @@ fn stopped_and_continued(d: &Path, only: &str, whole: &serde_json::Value) {
     // A file of that name that is not a progress file is the user's: refused, left as it was.
     std::fs::write(&kept, "mine\n").unwrap();
     let o = smtsched(d, &[&args[..], &["-o", "cont"]].concat());
-    assert_bad_input(
-        &o,
-        &["cont/reproduce-progress.json: not a reproduce-all progress file"],
-    );
+    assert_bad_input(&o, &["cont/reproduce-progress.json: not a progress file"]);
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), "mine\n");
 }
 

@@ -77,6 +77,81 @@ fn shards_merge_into_the_unsharded_results_byte_for_byte() {
 }
 
 #[test]
+fn a_sweep_killed_midway_continues_into_the_results_of_one_run() {
+    // Jobs long enough (about a second each, one at a time) to kill the run between two.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sweep = write(
+        d,
+        "s.toml",
+        &PAIRS.replace(
+            "measure_instructions = 50000",
+            "measure_instructions = 1500000",
+        ),
+    );
+    let run = ["sweep", "run", &sweep, "--threads", "1", "-o"];
+    let o = smtsched(d, &[&run[..], &["whole.json"]].concat());
+    assert!(o.status.success());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(run)
+        .arg("cont.json")
+        .current_dir(d)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let kept = d.join("cont.json.progress");
+    let started = std::time::Instant::now();
+    while !kept.exists() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before keeping a job"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no job kept in 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SIGKILL: no chance to tidy up.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!d.join("cont.json").exists());
+    let progress: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
+    let earlier = progress["done"].as_array().unwrap().len();
+    assert!((1..4).contains(&earlier), "{earlier} kept");
+    // The same run as a shard is another run: it starts afresh (and, one job, keeps nothing).
+    std::fs::copy(&kept, d.join("one.json.progress")).unwrap();
+    let o = smtsched(
+        d,
+        &["sweep", "run", &sweep, "--shard", "4/4", "-o", "one.json"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "one.json.progress: job(s) of another run (every job, not shard 4/4): starting afresh"
+        ),
+        "{err}"
+    );
+    assert!(!d.join("one.json.progress").exists());
+    let o = smtsched(d, &[&run[..], &["cont.json"]].concat());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "continuing: {earlier} of 4 job(s) finished earlier"
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(d.join("cont.json")).unwrap(),
+        std::fs::read(d.join("whole.json")).unwrap()
+    );
+    assert!(!kept.exists());
+}
+
+#[test]
 fn a_policies_sweep_runs_a_task_set_per_policy_and_seed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

@@ -10,6 +10,7 @@ pub mod configurations;
 pub mod experiment;
 pub mod fedorova;
 pub mod pairs;
+pub mod progress;
 pub mod run;
 pub mod server_profile;
 pub mod shards;

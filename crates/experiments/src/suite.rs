@@ -2,6 +2,7 @@
 //! item), each shard's outcomes written to a file, and the files merged back into the outcomes a
 //! single run gives — the same experiments, options and program version, every shard once.
 
+use crate::progress::{Progress, RunIdentity};
 use crate::run::{Outcome, RunOptions};
 use crate::shards::{check_complete, fingerprint, Shard, ShardPart};
 use serde::{Deserialize, Serialize};
@@ -120,56 +121,13 @@ pub fn merge(parts: &[(String, SuiteShard)]) -> Result<(Suite, Vec<Outcome>), St
 /// Format tag of a suite run's progress file.
 pub const SUITE_PROGRESS_FORMAT: &str = "smtsched-reproduce-progress-1";
 
-/// The experiments of a suite run finished so far, kept beside its report while it runs, so that
-/// the same command, interrupted, continues where it stopped. Only the same suite run by the same
-/// build of the program continues: a changed option or a rebuilt program would mix results.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct SuiteProgress {
-    pub format: String,
-    pub suite: Suite,
-    /// A fingerprint of the program that ran them (the version alone does not change with the
-    /// code).
-    pub build: String,
-    /// (place in the suite, outcome), in the order they finished.
-    pub outcomes: Vec<(usize, Outcome)>,
-}
+/// The experiments of a suite run finished so far: (place in the suite, outcome).
+pub type SuiteProgress = Progress<Suite, (usize, Outcome)>;
 
-impl SuiteProgress {
-    pub fn new(suite: Suite, build: String) -> SuiteProgress {
-        SuiteProgress {
-            format: SUITE_PROGRESS_FORMAT.into(),
-            suite,
-            build,
-            outcomes: Vec::new(),
-        }
+impl RunIdentity for Suite {
+    fn differs_from(&self, current: &Suite) -> Option<String> {
+        difference(self, current)
     }
-
-    /// Why these finished experiments cannot continue `suite` run by `build` (`None`: they can).
-    pub fn mismatch(&self, suite: &Suite, build: &str) -> Option<String> {
-        if let Some(d) = difference(&self.suite, suite) {
-            return Some(format!("another run ({d})"));
-        }
-        (self.build != build).then(|| "another build of smtsched".to_string())
-    }
-}
-
-/// Reads a progress file: `None` if there is none; an error (one line, naming the file) if the
-/// file is something else, which is then the user's and must not be overwritten.
-pub fn read_progress(path: &Path) -> Result<Option<SuiteProgress>, String> {
-    let file = path.display();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{file}: {e}")),
-    };
-    let not_ours = || {
-        format!("{file}: not a reproduce-all progress file (move it away, or choose another -o directory)")
-    };
-    let p: SuiteProgress = serde_json::from_str(&text).map_err(|_| not_ours())?;
-    if p.format != SUITE_PROGRESS_FORMAT {
-        return Err(not_ours());
-    }
-    Ok(Some(p))
 }
 
 /// How suite `b` was run differently from `a`, in words (`None`: the same run).
@@ -245,17 +203,6 @@ mod tests {
         assert_eq!(
             difference(&c, &a).unwrap(),
             "other experiments (thesis-set-b, not thesis-set-a)"
-        );
-        // Kept experiments continue only the same run by the same build.
-        let kept = SuiteProgress::new(a.clone(), "b1".into());
-        assert_eq!(kept.mismatch(&a, "b1"), None);
-        assert_eq!(
-            kept.mismatch(&a, "b2").unwrap(),
-            "another build of smtsched"
-        );
-        assert_eq!(
-            kept.mismatch(&b, "b1").unwrap(),
-            "another run (seed: 1 (not seed: 2), full_json: false (not full_json: true))"
         );
         assert_eq!(
             fields("R { a: Some([x, y]), b: 1 }"),

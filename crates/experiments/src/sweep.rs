@@ -18,6 +18,7 @@ use smtsched_os::PolicyName;
 use smtsched_uarch::{Protocol, Workload};
 use std::path::Path;
 
+use crate::progress::RunIdentity;
 pub use crate::shards::Shard;
 use crate::shards::{check_complete, fingerprint, ShardPart};
 
@@ -115,6 +116,35 @@ fn default_baseline() -> Baseline {
 pub struct SweepId {
     pub name: String,
     pub hash: String,
+}
+
+/// Format tag of a sweep run's progress file.
+pub const SWEEP_PROGRESS_FORMAT: &str = "smtsched-sweep-progress-1";
+
+/// Which run of a sweep: the sweep and the shard, as a progress file keeps them.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SweepRun {
+    pub sweep: SweepId,
+    pub shard: Option<Shard>,
+}
+
+impl RunIdentity for SweepRun {
+    fn differs_from(&self, current: &SweepRun) -> Option<String> {
+        let shard = |s: Option<Shard>| {
+            s.map_or("every job".into(), |s| {
+                format!("shard {}/{}", s.index, s.count)
+            })
+        };
+        if self.sweep != current.sweep {
+            Some(format!(
+                "sweep {:?} ({}), not {:?} ({})",
+                self.sweep.name, self.sweep.hash, current.sweep.name, current.sweep.hash
+            ))
+        } else {
+            (self.shard != current.shard)
+                .then(|| format!("{}, not {}", shard(self.shard), shard(current.shard)))
+        }
+    }
 }
 
 /// The sweep's variant of each job: a placement or a policy.
@@ -342,12 +372,14 @@ impl Sweep {
         self.jobs().len()
     }
 
-    /// Runs the jobs of `shard` (all of them when `None`), in parallel; `progress` is called as
-    /// each finishes.
+    /// Runs the jobs of `shard` (all of them when `None`) but those `done` already (a stopped
+    /// run's, see [`crate::progress`]), in parallel; `finished` is told of each job as it ends
+    /// (an error it returns fails the run). The results are those of one uninterrupted run.
     pub fn run(
         &self,
         shard: Option<Shard>,
-        progress: &(dyn Fn() + Sync),
+        done: Vec<JobResult>,
+        finished: &(dyn Fn(&JobResult) -> Result<(), String> + Sync),
     ) -> Result<SweepResults, SweepError> {
         let jobs = self.jobs();
         let total = jobs.len();
@@ -355,21 +387,25 @@ impl Sweep {
             .iter()
             .enumerate()
             .filter(|(i, _)| !matches!(shard, Some(s) if !s.takes(*i)))
+            .filter(|(i, _)| !done.iter().any(|j| j.index == *i))
             .collect();
-        let results = mine
+        let mut results = mine
             .par_iter()
             .map(|&(index, job)| {
                 let outcome = self
-                    .run_job(job, progress)
+                    .run_job(job)
                     .map_err(|e| SweepError::Run(format!("job {index} ({:?}): {e}", job.key)))?;
-                progress();
-                Ok(JobResult {
+                let result = JobResult {
                     index,
                     key: job.key.clone(),
                     outcome,
-                })
+                };
+                finished(&result).map_err(SweepError::Run)?;
+                Ok(result)
             })
             .collect::<Result<Vec<_>, SweepError>>()?;
+        results.extend(done);
+        results.sort_by_key(|j| j.index);
         Ok(SweepResults {
             format: SWEEP_RESULTS_FORMAT.into(),
             sweep: self.id.clone(),
@@ -379,7 +415,13 @@ impl Sweep {
         })
     }
 
-    fn run_job(&self, job: &Job, _progress: &(dyn Fn() + Sync)) -> Result<Outcome, String> {
+    /// The jobs `shard` runs (all when `None`).
+    pub fn jobs_in(&self, shard: Option<Shard>) -> usize {
+        let total = self.jobs_total();
+        shard.map_or(total, |s| s.size(total))
+    }
+
+    fn run_job(&self, job: &Job) -> Result<Outcome, String> {
         let m = &self.machines[job.machine.0][job.machine.1];
         let names = &self.workloads[job.workloads];
         let seed = job.key.seed;

@@ -19,6 +19,7 @@ pub mod trace;
 pub mod train;
 
 mod inputs;
+mod kept;
 mod output;
 mod plan;
 mod progress;

@@ -1,6 +1,7 @@
 //! `sweep`: run a sweep file's jobs (all, or one shard), merge shards, or write a Slurm
 //! submission; the work is in `smtsched_experiments`.
 
+use super::kept::Kept;
 use super::plan::Plan;
 use super::slurm::{absolute, Submission};
 use super::{check_outputs, counting_bar, out, write_file};
@@ -8,7 +9,8 @@ use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use smtsched_experiments::sweep::{
-    load_sweep, merge, read_results, render, Shard, Sweep, SweepResults,
+    load_sweep, merge, read_results, render, JobResult, Shard, Sweep, SweepResults, SweepRun,
+    SWEEP_PROGRESS_FORMAT,
 };
 use std::path::{Path, PathBuf};
 
@@ -30,7 +32,8 @@ pub enum SweepAction {
         /// Run shard I of N (jobs I-1, I-1+N, …) and write a shard file for `sweep merge`.
         #[arg(long, value_name = "I/N")]
         shard: Option<Shard>,
-        /// Write the results (JSON) here.
+        /// Write the results (JSON) here; finished jobs are kept in FILE.progress until then,
+        /// and the same command, stopped, continues from them.
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Worker threads (default: every host core).
@@ -147,22 +150,60 @@ impl Plan for SweepPlan {
                 output,
                 threads,
             } => {
-                let total = sweep.jobs_total();
-                let mine = shard.map_or(total, |s| s.size(total));
+                let mine = sweep.jobs_in(shard);
+                let kept = kept_beside(&sweep, shard, output.as_deref(), mine)?;
+                let done = kept.as_ref().map_or_else(Vec::new, Kept::done);
                 let bar = counting_bar(mine as u64, "jobs")?;
                 bar.set_message(sweep.id.name.clone());
+                bar.inc(done.len() as u64);
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .build()
                     .context("cannot start worker threads")?;
-                let r = pool.install(|| sweep.run(shard, &|| bar.inc(1)))?;
+                let finished = |j: &JobResult| {
+                    bar.inc(1);
+                    kept.as_ref()
+                        .map_or(Ok(()), |k| k.keep(j))
+                        .map_err(|e| format!("{e:#}"))
+                };
+                let r = pool.install(|| sweep.run(shard, done, &finished))?;
                 bar.finish_and_clear();
-                finish(&r, output.as_deref())
+                finish(&r, output.as_deref())?;
+                kept.map_or(Ok(()), Kept::remove)
             }
             SweepPlan::Merge { results, output } => finish(&results, output.as_deref()),
             SweepPlan::Slurm(s) => s.write(),
         }
     }
+}
+
+/// A run writing its results to a file (not a FIFO or device) keeps its finished jobs beside it,
+/// in `FILE.progress`, so that the same command, stopped, continues from them (a Slurm shard
+/// requeued too).
+fn kept_beside(
+    sweep: &Sweep,
+    shard: Option<Shard>,
+    output: Option<&Path>,
+    jobs: usize,
+) -> Result<Option<Kept<SweepRun, JobResult>>> {
+    let Some(out) = output.filter(|p| std::fs::metadata(p).map_or(true, |m| m.is_file())) else {
+        return Ok(None);
+    };
+    let mut path = out.as_os_str().to_owned();
+    path.push(".progress");
+    let run = SweepRun {
+        sweep: sweep.id.clone(),
+        shard,
+    };
+    Kept::open(
+        path.into(),
+        SWEEP_PROGRESS_FORMAT,
+        run,
+        jobs,
+        "job(s)",
+        None,
+    )
+    .map(Some)
 }
 
 /// Writes the results file (if asked) and prints the table.

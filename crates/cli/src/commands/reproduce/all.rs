@@ -2,6 +2,7 @@
 //! As a sweep: `--shard I/N -o FILE` runs every N-th experiment, `--merge FILES -o DIR` writes
 //! the report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
 
+use super::super::kept::Kept;
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::slurm::Submission;
 use super::super::{check_outputs, out, write_file, Bars};
@@ -13,9 +14,7 @@ use anyhow::Result;
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
 use smtsched_experiments::run::{run_on_own_threads, Outcome, RunOptions};
 use smtsched_experiments::shards::Shard;
-use smtsched_experiments::suite::{
-    merge, read_progress, read_shard, Suite, SuiteProgress, SuiteShard,
-};
+use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard, SUITE_PROGRESS_FORMAT};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -173,12 +172,20 @@ impl RunAll {
     fn execute(self) -> Result<()> {
         let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
         let total = self.suite.shard_items(shard).len();
-        // A whole suite writing a report keeps what it finishes beside it (see `Kept`).
+        // A whole suite writing a report keeps what it finishes beside it, so that the same
+        // command, stopped, continues from there.
         let kept = match (self.shard, &self.output) {
-            (None, Some(dir)) => Some(Kept::open(dir, self.suite.clone(), total)?),
+            (None, Some(dir)) => Some(Kept::<Suite, (usize, Outcome)>::open(
+                dir.join(PROGRESS_FILE),
+                SUITE_PROGRESS_FORMAT,
+                self.suite.clone(),
+                total,
+                "experiment(s)",
+                Some(dir.clone()),
+            )?),
             _ => None,
         };
-        let earlier = kept.as_ref().map_or_else(Vec::new, Kept::outcomes);
+        let earlier = kept.as_ref().map_or_else(Vec::new, Kept::done);
         let mine: Vec<(usize, usize, Experiment)> = self
             .experiments
             .into_iter()
@@ -188,7 +195,8 @@ impl RunAll {
             .map(|(n, (i, e))| (n + earlier.len(), i, e))
             .collect();
         let started = std::time::Instant::now();
-        let keep = |i: usize, o: &Outcome| kept.as_ref().map_or(Ok(()), |k| k.keep(i, o));
+        let keep =
+            |i: usize, o: &Outcome| kept.as_ref().map_or(Ok(()), |k| k.keep(&(i, o.clone())));
         let mut outcomes = run_side_by_side(mine, total, &self.options, &keep)?;
         // A run that continued an interrupted one did not run as one: it has no wall time.
         let ran = match earlier.len() {
@@ -213,96 +221,8 @@ impl RunAll {
     }
 }
 
-/// The experiments a suite run has finished, kept in its report directory until the report is
-/// written, so that the same command, stopped (Ctrl-C, SIGTERM, SIGKILL, a failed experiment),
-/// continues where it stopped instead of starting over. The file is replaced whole after each
-/// experiment (as any output: an interrupted write leaves the old one).
-struct Kept {
-    path: PathBuf,
-    dir: PathBuf,
-    progress: Mutex<SuiteProgress>,
-    total: usize,
-}
-
 /// The progress file's name in the report directory.
 const PROGRESS_FILE: &str = "reproduce-progress.json";
-
-impl Kept {
-    /// Reads what an earlier run of this suite by this program left in `dir`, saying so; a
-    /// file of another run or program is set aside (replaced at the first experiment's end).
-    fn open(dir: &Path, suite: Suite, total: usize) -> Result<Kept> {
-        let path = dir.join(PROGRESS_FILE);
-        let build = build_fingerprint()?;
-        let file = path.display();
-        let mut progress = SuiteProgress::new(suite, build);
-        match read_progress(&path).map_err(bad_input)? {
-            Some(p) => match p.mismatch(&progress.suite, &progress.build) {
-                Some(why) => eprintln!("{file}: experiments of {why}: starting afresh"),
-                None => {
-                    eprintln!(
-                        "continuing: {} of {total} experiment(s) finished earlier, kept in {file}",
-                        p.outcomes.len()
-                    );
-                    progress = p;
-                }
-            },
-            None if total > 1 => eprintln!(
-                "finished experiments are kept in {file} until the report is written: \
-                 if stopped, the same command continues"
-            ),
-            None => {}
-        }
-        Ok(Kept {
-            path,
-            dir: dir.to_path_buf(),
-            progress: Mutex::new(progress),
-            total,
-        })
-    }
-
-    fn outcomes(&self) -> Vec<(usize, Outcome)> {
-        self.lock().outcomes.clone()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, SuiteProgress> {
-        self.progress.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Keeps experiment `i`'s outcome; the last one is not written (the report follows).
-    fn keep(&self, i: usize, o: &Outcome) -> Result<()> {
-        let mut p = self.lock();
-        p.outcomes.push((i, o.clone()));
-        if p.outcomes.len() == self.total {
-            return Ok(());
-        }
-        make_output_dir(&self.dir, "-o")?;
-        write_file(&self.path, (serde_json::to_string(&*p)? + "\n").as_bytes())
-    }
-
-    /// The report is written: what was kept for it goes.
-    fn remove(self) -> Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(anyhow::Error::new(e).context(format!("cannot remove {}", self.path.display())))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-/// A fingerprint of this program's executable: kept experiments continue only under the build
-/// that ran them. (std's SipHash with fixed keys: the same bytes give the same value under one
-/// build of the program, which is all this compares; a test build's 200 MB take a tenth of a
-/// second.)
-fn build_fingerprint() -> Result<String> {
-    use std::hash::Hasher;
-    let exe = std::env::current_exe()?;
-    let bytes = std::fs::read(&exe)
-        .map_err(|e| anyhow::Error::new(e).context(format!("cannot read {}", exe.display())))?;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    h.write(&bytes);
-    Ok(format!("{:016x}", h.finish()))
-}
 
 /// Experiments run side by side, as many as the host has cores: most have serial stretches
 /// (one seed's scheduler run, a merge of samples) that another experiment's work fills. Each
