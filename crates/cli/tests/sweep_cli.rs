@@ -130,7 +130,7 @@ fn a_sweep_killed_midway_continues_into_the_results_of_one_run() {
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains(
-            "one.json.progress: job(s) of another run (every job, not shard 4/4): starting afresh"
+            "one.json.progress: job(s) of another run (the whole run, not shard 4/4): starting afresh"
         ),
         "{err}"
     );

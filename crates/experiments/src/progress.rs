@@ -3,6 +3,7 @@
 //! where it stopped instead of starting over. Only the same run by the same build continues: a
 //! changed option or a rebuilt program would mix results of two different runs.
 
+use crate::shards::Shard;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -12,6 +13,27 @@ use std::path::Path;
 pub trait RunIdentity: Serialize + DeserializeOwned {
     /// How the kept run `self` differs from `current`, in words (`None`: the same run).
     fn differs_from(&self, current: &Self) -> Option<String>;
+}
+
+/// A run of one shard of some work, or of all of it (`None`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ShardRun<R> {
+    pub run: R,
+    pub shard: Option<Shard>,
+}
+
+impl<R: RunIdentity> RunIdentity for ShardRun<R> {
+    fn differs_from(&self, current: &Self) -> Option<String> {
+        let part = |s: Option<Shard>| {
+            s.map_or("the whole run".into(), |s| {
+                format!("shard {}/{}", s.index, s.count)
+            })
+        };
+        self.run.differs_from(&current.run).or_else(|| {
+            (self.shard != current.shard)
+                .then(|| format!("{}, not {}", part(self.shard), part(current.shard)))
+        })
+    }
 }
 
 /// A progress file: the run, the build that ran it, and the items it finished.
@@ -95,6 +117,25 @@ mod tests {
         assert_eq!(
             kept.mismatch(&Seeded(2), "b1").unwrap(),
             "another run (seed 1 (not 2))"
+        );
+    }
+
+    #[test]
+    fn a_shard_is_another_run_than_the_whole() {
+        let shard = |s: Option<Shard>, seed| ShardRun {
+            run: Seeded(seed),
+            shard: s,
+        };
+        let half = Some(Shard { index: 1, count: 2 });
+        assert_eq!(shard(half, 1).differs_from(&shard(half, 1)), None);
+        assert_eq!(
+            shard(None, 1).differs_from(&shard(half, 1)).unwrap(),
+            "the whole run, not shard 1/2"
+        );
+        // What was run decides first.
+        assert_eq!(
+            shard(None, 1).differs_from(&shard(half, 2)).unwrap(),
+            "seed 1 (not 2)"
         );
     }
 

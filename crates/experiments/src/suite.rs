@@ -2,7 +2,7 @@
 //! item), each shard's outcomes written to a file, and the files merged back into the outcomes a
 //! single run gives — the same experiments, options and program version, every shard once.
 
-use crate::progress::{Progress, RunIdentity};
+use crate::progress::RunIdentity;
 use crate::run::{Outcome, RunOptions};
 use crate::shards::{check_complete, fingerprint, Shard, ShardPart};
 use serde::{Deserialize, Serialize};
@@ -120,9 +120,6 @@ pub fn merge(parts: &[(String, SuiteShard)]) -> Result<(Suite, Vec<Outcome>), St
 
 /// Format tag of a suite run's progress file.
 pub const SUITE_PROGRESS_FORMAT: &str = "smtsched-reproduce-progress-1";
-
-/// The experiments of a suite run finished so far: (place in the suite, outcome).
-pub type SuiteProgress = Progress<Suite, (usize, Outcome)>;
 
 impl RunIdentity for Suite {
     fn differs_from(&self, current: &Suite) -> Option<String> {

@@ -18,7 +18,7 @@ use smtsched_os::PolicyName;
 use smtsched_uarch::{Protocol, Workload};
 use std::path::Path;
 
-use crate::progress::RunIdentity;
+use crate::progress::{RunIdentity, ShardRun};
 pub use crate::shards::Shard;
 use crate::shards::{check_complete, fingerprint, ShardPart};
 
@@ -122,28 +122,16 @@ pub struct SweepId {
 pub const SWEEP_PROGRESS_FORMAT: &str = "smtsched-sweep-progress-1";
 
 /// Which run of a sweep: the sweep and the shard, as a progress file keeps them.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-pub struct SweepRun {
-    pub sweep: SweepId,
-    pub shard: Option<Shard>,
-}
+pub type SweepRun = ShardRun<SweepId>;
 
-impl RunIdentity for SweepRun {
-    fn differs_from(&self, current: &SweepRun) -> Option<String> {
-        let shard = |s: Option<Shard>| {
-            s.map_or("every job".into(), |s| {
-                format!("shard {}/{}", s.index, s.count)
-            })
-        };
-        if self.sweep != current.sweep {
-            Some(format!(
+impl RunIdentity for SweepId {
+    fn differs_from(&self, current: &SweepId) -> Option<String> {
+        (self != current).then(|| {
+            format!(
                 "sweep {:?} ({}), not {:?} ({})",
-                self.sweep.name, self.sweep.hash, current.sweep.name, current.sweep.hash
-            ))
-        } else {
-            (self.shard != current.shard)
-                .then(|| format!("{}, not {}", shard(self.shard), shard(current.shard)))
-        }
+                self.name, self.hash, current.name, current.hash
+            )
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use anyhow::Result;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use smtsched_experiments::progress::{read_progress, Progress, RunIdentity};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 pub(crate) struct Kept<R, T> {
@@ -91,6 +91,17 @@ impl<R: RunIdentity, T: Serialize + DeserializeOwned + Clone> Kept<R, T> {
             _ => Ok(()),
         }
     }
+}
+
+/// Where the finished items of a run writing `output` are kept: `OUTPUT.progress`, unless the
+/// output is not a file (a FIFO, a device: nothing is made beside those).
+pub(crate) fn progress_beside(output: &Path) -> Option<PathBuf> {
+    if std::fs::metadata(output).is_ok_and(|m| !m.is_file()) {
+        return None;
+    }
+    let mut path = output.as_os_str().to_owned();
+    path.push(".progress");
+    Some(path.into())
 }
 
 /// A fingerprint of this program's executable: kept items continue only under the build that

@@ -1,7 +1,7 @@
 //! `sweep`: run a sweep file's jobs (all, or one shard), merge shards, or write a Slurm
 //! submission; the work is in `smtsched_experiments`.
 
-use super::kept::Kept;
+use super::kept::{progress_beside, Kept};
 use super::plan::Plan;
 use super::slurm::{absolute, Submission};
 use super::{check_outputs, counting_bar, out, write_file};
@@ -186,24 +186,14 @@ fn kept_beside(
     output: Option<&Path>,
     jobs: usize,
 ) -> Result<Option<Kept<SweepRun, JobResult>>> {
-    let Some(out) = output.filter(|p| std::fs::metadata(p).map_or(true, |m| m.is_file())) else {
+    let Some(path) = output.and_then(progress_beside) else {
         return Ok(None);
     };
-    let mut path = out.as_os_str().to_owned();
-    path.push(".progress");
     let run = SweepRun {
-        sweep: sweep.id.clone(),
+        run: sweep.id.clone(),
         shard,
     };
-    Kept::open(
-        path.into(),
-        SWEEP_PROGRESS_FORMAT,
-        run,
-        jobs,
-        "job(s)",
-        None,
-    )
-    .map(Some)
+    Kept::open(path, SWEEP_PROGRESS_FORMAT, run, jobs, "job(s)", None).map(Some)
 }
 
 /// Writes the results file (if asked) and prints the table.

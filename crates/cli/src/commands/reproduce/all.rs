@@ -2,7 +2,7 @@
 //! As a sweep: `--shard I/N -o FILE` runs every N-th experiment, `--merge FILES -o DIR` writes
 //! the report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
 
-use super::super::kept::Kept;
+use super::super::kept::{progress_beside, Kept};
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::slurm::Submission;
 use super::super::{check_outputs, out, write_file, Bars};
@@ -12,6 +12,7 @@ use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
+use smtsched_experiments::progress::ShardRun;
 use smtsched_experiments::run::{run_on_own_threads, Outcome, RunOptions};
 use smtsched_experiments::shards::Shard;
 use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard, SUITE_PROGRESS_FORMAT};
@@ -172,19 +173,7 @@ impl RunAll {
     fn execute(self) -> Result<()> {
         let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
         let total = self.suite.shard_items(shard).len();
-        // A whole suite writing a report keeps what it finishes beside it, so that the same
-        // command, stopped, continues from there.
-        let kept = match (self.shard, &self.output) {
-            (None, Some(dir)) => Some(Kept::<Suite, (usize, Outcome)>::open(
-                dir.join(PROGRESS_FILE),
-                SUITE_PROGRESS_FORMAT,
-                self.suite.clone(),
-                total,
-                "experiment(s)",
-                Some(dir.clone()),
-            )?),
-            _ => None,
-        };
+        let kept = self.kept(total)?;
         let earlier = kept.as_ref().map_or_else(Vec::new, Kept::done);
         let mine: Vec<(usize, usize, Experiment)> = self
             .experiments
@@ -210,16 +199,38 @@ impl RunAll {
                 let file = SuiteShard::new(self.suite, s, outcomes);
                 write_file(&f, (serde_json::to_string(&file)? + "\n").as_bytes())?;
                 let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
-                out(&summary_table(&report(self.options.seed, &done, ran)))
+                out(&summary_table(&report(self.options.seed, &done, ran)))?;
             }
             (_, output) => {
                 let done: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
                 finish(self.options.seed, &done, ran, output.as_deref())?;
-                kept.map_or(Ok(()), Kept::remove)
             }
         }
+        kept.map_or(Ok(()), Kept::remove)
+    }
+
+    /// A run writing its report (or a shard its file) keeps the experiments it finishes beside
+    /// it, so that the same command, stopped, continues from there.
+    fn kept(&self, total: usize) -> Result<Option<KeptExperiments>> {
+        let at = match (self.shard, &self.output) {
+            (None, Some(dir)) => Some((dir.join(PROGRESS_FILE), Some(dir.clone()))),
+            (Some(_), Some(file)) => progress_beside(file).map(|p| (p, None)),
+            (_, None) => None,
+        };
+        let Some((path, dir)) = at else {
+            return Ok(None);
+        };
+        let run = ShardRun {
+            run: self.suite.clone(),
+            shard: self.shard,
+        };
+        let unit = "experiment(s)";
+        Kept::open(path, SUITE_PROGRESS_FORMAT, run, total, unit, dir).map(Some)
     }
 }
+
+/// The experiments a run (or a shard) of a suite has finished: (place in the suite, outcome).
+type KeptExperiments = Kept<ShardRun<Suite>, (usize, Outcome)>;
 
 /// The progress file's name in the report directory.
 const PROGRESS_FILE: &str = "reproduce-progress.json";
