@@ -430,8 +430,9 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub json: bool,
     /// Also write the report (the text printed) to this file; with `all`, a directory for
-    /// report.html (self-contained), report.md and report.json, where finished experiments are
-    /// kept until the report is written: the same command, stopped, continues from them.
+    /// report.html (self-contained), report.md and report.json. Finished experiments are kept
+    /// until then (in DIR/reproduce-progress.json; with --shard in FILE.progress): the same
+    /// command, stopped, continues from them.
     #[arg(long, short = 'o', value_name = "FILE|DIR")]
     pub output: Option<std::path::PathBuf>,
     /// With `all`: only these experiments (comma-separated names).

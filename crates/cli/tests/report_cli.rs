@@ -6,7 +6,7 @@ mod util;
 
 use std::path::Path;
 use std::process::Command;
-use util::{assert_bad_input, smtsched};
+use util::{assert_bad_input, killed_once_it_writes, smtsched};
 
 const CHROMIUM: &str = "chromium-headless-shell";
 
@@ -478,6 +478,8 @@ fn reproduce_all_in_shards_or_stopped_and_continued_gives_the_report_of_one_run(
     let used = children_cpu_seconds() - before;
     run(&["--shard", "2/2", "-o", "s2.json"]);
     run(&["--shard", "1/2", "-o", "s1.json"]);
+    // A shard of two experiments kept the first beside its file until the file was written.
+    assert!(!d.join("s1.json.progress").exists());
     // Shard 1 of 2 took experiments 1 and 3, shard 2 experiment 2.
     let s1: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("s1.json")).unwrap()).unwrap();
@@ -575,6 +577,13 @@ fn reproduce_all_in_shards_or_stopped_and_continued_gives_the_report_of_one_run(
     }
 }
 
+/// How many items a progress journal keeps whole: its lines after the first (a last line cut
+/// short by SIGKILL does not count).
+fn kept_items(journal: &Path) -> usize {
+    let text = std::fs::read_to_string(journal).unwrap();
+    text.matches('\n').count() - 1
+}
+
 /// A run of `only` killed (SIGKILL, no chance to tidy up) once it has kept an experiment, then
 /// started again, continues: it runs only what was left and writes `whole`'s report, and nothing
 /// of the continuation is left beside it. What another run left is set aside, and a file of the
@@ -582,44 +591,38 @@ fn reproduce_all_in_shards_or_stopped_and_continued_gives_the_report_of_one_run(
 fn stopped_and_continued(d: &Path, only: &str, whole: &serde_json::Value) {
     let args = ["reproduce", "all", "--only", only, "--max-repetitions", "2"];
     let kept = d.join("cont/reproduce-progress.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(args)
-        .args(["-o", "cont"])
-        .current_dir(d)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    while !kept.exists() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended before keeping anything"
-        );
-        assert!(started.elapsed().as_secs() < 300, "nothing kept in 300 s");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let progress: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
-    let earlier = progress["done"].as_array().unwrap().len();
+    killed_once_it_writes(d, &[&args[..], &["-o", "cont"]].concat(), &kept);
+    let earlier = kept_items(&kept);
     assert!((1..3).contains(&earlier), "{earlier} kept");
-    // Another run (here: of other experiments) does not continue what it finds kept.
+    // Another build's experiments (here: the journal's build edited) are not continued.
     std::fs::create_dir(d.join("other")).unwrap();
+    let journal = std::fs::read_to_string(&kept).unwrap();
+    let build = serde_json::from_str::<serde_json::Value>(journal.lines().next().unwrap()).unwrap()
+        ["build"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let rebuilt = journal.replacen(&build, "0000000000000000", 1);
+    std::fs::write(d.join("other/reproduce-progress.json"), rebuilt).unwrap();
+    let http_into_other = [
+        "reproduce",
+        "all",
+        "--only",
+        "thesis-http",
+        "--max-repetitions",
+        "2",
+        "-o",
+        "other",
+    ];
+    let o = smtsched(d, &http_into_other);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let set_aside = "other/reproduce-progress.json: experiment(s) of another build of smtsched: \
+                     starting afresh";
+    assert!(err.contains(set_aside), "{err}");
+    // Another run (here: of other experiments) does not continue what it finds kept.
     std::fs::copy(&kept, d.join("other/reproduce-progress.json")).unwrap();
-    let o = smtsched(
-        d,
-        &[
-            "reproduce",
-            "all",
-            "--only",
-            "thesis-http",
-            "--max-repetitions",
-            "2",
-            "-o",
-            "other",
-        ],
-    );
+    let o = smtsched(d, &http_into_other);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     let set_aside =

@@ -6,7 +6,7 @@ mod util;
 use std::path::Path;
 use std::time::Duration;
 use util::slurm::SlurmCluster;
-use util::{assert_bad_input, smtsched, stdout};
+use util::{assert_bad_input, killed_once_it_writes, smtsched, stdout};
 
 /// A small pairs sweep: two machines' variants × two seeds = 4 jobs of 3 pairs each.
 const PAIRS: &str = r#"
@@ -92,34 +92,29 @@ fn a_sweep_killed_midway_continues_into_the_results_of_one_run() {
     let run = ["sweep", "run", &sweep, "--threads", "1", "-o"];
     let o = smtsched(d, &[&run[..], &["whole.json"]].concat());
     assert!(o.status.success());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_smtsched"))
-        .args(run)
-        .arg("cont.json")
-        .current_dir(d)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
     let kept = d.join("cont.json.progress");
-    let started = std::time::Instant::now();
-    while !kept.exists() {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended before keeping a job"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(300),
-            "no job kept in 300 s"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // SIGKILL: no chance to tidy up.
-    child.kill().unwrap();
-    child.wait().unwrap();
+    killed_once_it_writes(d, &[&run[..], &["cont.json"]].concat(), &kept);
     assert!(!d.join("cont.json").exists());
-    let progress: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&kept).unwrap()).unwrap();
-    let earlier = progress["done"].as_array().unwrap().len();
+    let journal = std::fs::read_to_string(&kept).unwrap();
+    // Whole lines after the header (a last line cut short by SIGKILL does not count).
+    let earlier = journal.matches('\n').count() - 1;
     assert!((1..4).contains(&earlier), "{earlier} kept");
+    // Kept jobs are taken as they are, not run again: a kept job's key, edited, shows in the
+    // continued results.
+    let mut lines: Vec<serde_json::Value> = journal
+        .lines()
+        .take(earlier + 1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let edited = lines[1]["index"].as_u64().unwrap() as usize;
+    lines[1]["key"]["seed"] = 99.into();
+    let text: String = lines.iter().map(|v| v.to_string() + "\n").collect();
+    std::fs::write(d.join("edited.json.progress"), text).unwrap();
+    let o = smtsched(d, &[&run[..], &["edited.json"]].concat());
+    assert!(o.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("edited.json")).unwrap()).unwrap();
+    assert_eq!(v["jobs"][edited]["key"]["seed"], 99);
     // The same run as a shard is another run: it starts afresh (and, one job, keeps nothing).
     std::fs::copy(&kept, d.join("one.json.progress")).unwrap();
     let o = smtsched(

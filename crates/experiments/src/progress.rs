@@ -1,7 +1,12 @@
 //! What a long run has finished so far, kept in a file while it runs, so that the same command,
 //! stopped (Ctrl-C, SIGTERM, SIGKILL, a reboot, a failed item, a Slurm job requeued), continues
-//! where it stopped instead of starting over. Only the same run by the same build continues: a
-//! changed option or a rebuilt program would mix results of two different runs.
+//! where it stopped instead of starting over. Only the same run of the same inputs by the same
+//! build continues: a changed option, an edited input file or a rebuilt program would mix results
+//! of two different runs.
+//!
+//! The file is a journal, one JSON value per line: the run's [`Identity`], then each finished
+//! item as it ends. Appending a line costs the same however many came before (a sweep may have
+//! 100,000 jobs), and a last line cut short by SIGKILL is ignored on reading.
 
 use crate::shards::Shard;
 use serde::de::DeserializeOwned;
@@ -36,61 +41,90 @@ impl<R: RunIdentity> RunIdentity for ShardRun<R> {
     }
 }
 
-/// A progress file: the run, the build that ran it, and the items it finished.
+/// The first line of a progress file: which run its items belong to.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(bound(serialize = "R: Serialize, T: Serialize"))]
-#[serde(bound(deserialize = "R: DeserializeOwned, T: DeserializeOwned"))]
-pub struct Progress<R, T> {
-    /// The kind of run it belongs to (`smtsched-reproduce-progress-1`, …).
+pub struct Identity<R> {
+    /// The kind of run (`smtsched-reproduce-progress-2`, …).
     pub format: String,
-    pub run: R,
-    /// A fingerprint of the program that ran them (the version alone does not change with the
-    /// code).
+    /// A fingerprint of the program (its version alone does not change with the code).
     pub build: String,
-    /// The finished items, in the order they finished.
-    pub done: Vec<T>,
+    /// A fingerprint of the inputs the run read (experiment, sweep, machine, workload files).
+    pub inputs: String,
+    pub run: R,
 }
 
-impl<R: RunIdentity, T> Progress<R, T> {
-    pub fn new(format: &str, run: R, build: String) -> Self {
-        Progress {
-            format: format.into(),
-            run,
-            build,
-            done: Vec::new(),
-        }
-    }
-
-    /// Why these finished items cannot continue `run` by `build` (`None`: they can).
-    pub fn mismatch(&self, run: &R, build: &str) -> Option<String> {
-        if let Some(d) = self.run.differs_from(run) {
-            return Some(format!("another run ({d})"));
-        }
-        (self.build != build).then(|| "another build of smtsched".to_string())
-    }
+/// What a progress file holds for the run about to start.
+#[derive(Debug, PartialEq)]
+pub enum Earlier<T> {
+    /// There is none.
+    Nothing,
+    /// The same run's finished items, in the order they finished.
+    Continue(Vec<T>),
+    /// Another run's (or build's, or inputs'): why, in words. It is replaced, not continued.
+    SetAside(String),
 }
 
-/// Reads the progress file of a run of kind `format`: `None` if there is none; an error (one
-/// line, naming the file) if the file is something else, which is then the user's and must not be
-/// overwritten.
+/// The journal's first line, for `id`.
+pub fn header_line<R: Serialize>(id: &Identity<R>) -> String {
+    serde_json::to_string(id).expect("an identity serializes") + "\n"
+}
+
+/// The journal line of one finished item.
+pub fn item_line<T: Serialize>(item: &T) -> String {
+    serde_json::to_string(item).expect("an item serializes") + "\n"
+}
+
+/// Reads the progress file at `path` for the run `current` is about to start. An error (one line,
+/// naming the file) means the file is not a progress file of `current.format`: it is then the
+/// user's, and must be neither overwritten nor removed.
 pub fn read_progress<R: RunIdentity, T: DeserializeOwned>(
     path: &Path,
-    format: &str,
-) -> Result<Option<Progress<R, T>>, String> {
+    current: &Identity<R>,
+) -> Result<Earlier<T>, String> {
     let file = path.display();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Earlier::Nothing),
         Err(e) => return Err(format!("{file}: {e}")),
     };
-    let not_ours = || {
-        format!("{file}: not a progress file of this command (move it away, or write elsewhere)")
-    };
-    let p: Progress<R, T> = serde_json::from_str(&text).map_err(|_| not_ours())?;
-    if p.format != format {
-        return Err(not_ours());
+    let mut lines = text.split_inclusive('\n');
+    let head: serde_json::Value = lines
+        .next()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    if head["format"].as_str() != Some(current.format.as_str()) {
+        return Err(format!(
+            "{file}: not a progress file of this command (move it away, or write elsewhere)"
+        ));
     }
-    Ok(Some(p))
+    // What decides is read first, so that a build whose items have another shape is set aside,
+    // not misread.
+    if head["build"].as_str() != Some(current.build.as_str()) {
+        return Ok(Earlier::SetAside("another build of smtsched".into()));
+    }
+    let differs = match serde_json::from_value::<R>(head["run"].clone()) {
+        Ok(run) => run.differs_from(&current.run),
+        Err(e) => Some(format!("unreadable: {e}")),
+    };
+    if let Some(d) = differs {
+        return Ok(Earlier::SetAside(format!("another run ({d})")));
+    }
+    if head["inputs"].as_str() != Some(current.inputs.as_str()) {
+        return Ok(Earlier::SetAside("edited input files".into()));
+    }
+    let mut done = Vec::new();
+    for (n, line) in lines.enumerate() {
+        // A last line without its end was cut short by SIGKILL (even if what is there parses, as
+        // "4" of "42" does): its item is run again.
+        if !line.ends_with('\n') {
+            break;
+        }
+        match serde_json::from_str(line) {
+            Ok(item) => done.push(item),
+            Err(e) => return Ok(Earlier::SetAside(format!("line {}: {e}", n + 2))),
+        }
+    }
+    Ok(Earlier::Continue(done))
 }
 
 #[cfg(test)]
@@ -106,18 +140,13 @@ mod tests {
         }
     }
 
-    #[test]
-    fn only_the_same_run_by_the_same_build_continues() {
-        let kept: Progress<Seeded, u32> = Progress::new("f-1", Seeded(1), "b1".into());
-        assert_eq!(kept.mismatch(&Seeded(1), "b1"), None);
-        assert_eq!(
-            kept.mismatch(&Seeded(1), "b2").unwrap(),
-            "another build of smtsched"
-        );
-        assert_eq!(
-            kept.mismatch(&Seeded(2), "b1").unwrap(),
-            "another run (seed 1 (not 2))"
-        );
+    fn id(seed: u64, build: &str, inputs: &str) -> Identity<Seeded> {
+        Identity {
+            format: "f-1".into(),
+            build: build.into(),
+            inputs: inputs.into(),
+            run: Seeded(seed),
+        }
     }
 
     #[test]
@@ -140,21 +169,52 @@ mod tests {
     }
 
     #[test]
+    fn only_the_same_run_of_the_same_inputs_by_the_same_build_continues() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.json");
+        let read = |current: &Identity<Seeded>| read_progress::<Seeded, u32>(&path, current);
+        assert_eq!(read(&id(1, "b", "i")).unwrap(), Earlier::Nothing);
+        let journal = header_line(&id(1, "b", "i")) + &item_line(&3) + &item_line(&1);
+        std::fs::write(&path, &journal).unwrap();
+        assert_eq!(
+            read(&id(1, "b", "i")).unwrap(),
+            Earlier::Continue(vec![3, 1])
+        );
+        let set_aside = |why: &str| Earlier::SetAside(why.to_string());
+        assert_eq!(
+            read(&id(2, "b", "i")).unwrap(),
+            set_aside("another run (seed 1 (not 2))")
+        );
+        assert_eq!(
+            read(&id(1, "c", "i")).unwrap(),
+            set_aside("another build of smtsched")
+        );
+        assert_eq!(
+            read(&id(1, "b", "j")).unwrap(),
+            set_aside("edited input files")
+        );
+        // A last line cut short is dropped; a bad line before it sets the file aside.
+        std::fs::write(&path, journal.clone() + "4").unwrap();
+        assert_eq!(
+            read(&id(1, "b", "i")).unwrap(),
+            Earlier::Continue(vec![3, 1])
+        );
+        std::fs::write(&path, journal + "x\n5\n").unwrap();
+        assert!(
+            matches!(read(&id(1, "b", "i")).unwrap(), Earlier::SetAside(w) if w.starts_with("line 4: "))
+        );
+    }
+
+    #[test]
     fn a_file_that_is_not_a_progress_file_of_the_kind_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p.json");
-        assert!(read_progress::<Seeded, u32>(&path, "f-1")
-            .unwrap()
-            .is_none());
-        let mut kept: Progress<Seeded, u32> = Progress::new("f-1", Seeded(1), "b".into());
-        kept.done = vec![3, 1];
-        std::fs::write(&path, serde_json::to_string(&kept).unwrap()).unwrap();
-        let back = read_progress::<Seeded, u32>(&path, "f-1").unwrap().unwrap();
-        assert_eq!(back.done, [3, 1]);
-        let e = read_progress::<Seeded, u32>(&path, "f-2").unwrap_err();
-        assert!(e.contains("p.json: not a progress file"), "{e}");
-        std::fs::write(&path, "mine\n").unwrap();
-        let e = read_progress::<Seeded, u32>(&path, "f-1").unwrap_err();
-        assert!(e.contains("p.json: not a progress file"), "{e}");
+        let mut other = id(1, "b", "i");
+        other.format = "f-2".into();
+        for text in [header_line(&other), "mine\n".into(), String::new()] {
+            std::fs::write(&path, text).unwrap();
+            let e = read_progress::<Seeded, u32>(&path, &id(1, "b", "i")).unwrap_err();
+            assert!(e.contains("p.json: not a progress file"), "{e}");
+        }
     }
 }

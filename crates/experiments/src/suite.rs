@@ -119,7 +119,7 @@ pub fn merge(parts: &[(String, SuiteShard)]) -> Result<(Suite, Vec<Outcome>), St
 }
 
 /// Format tag of a suite run's progress file.
-pub const SUITE_PROGRESS_FORMAT: &str = "smtsched-reproduce-progress-1";
+pub const SUITE_PROGRESS_FORMAT: &str = "smtsched-reproduce-progress-2";
 
 impl RunIdentity for Suite {
     fn differs_from(&self, current: &Suite) -> Option<String> {

@@ -119,7 +119,7 @@ pub struct SweepId {
 }
 
 /// Format tag of a sweep run's progress file.
-pub const SWEEP_PROGRESS_FORMAT: &str = "smtsched-sweep-progress-1";
+pub const SWEEP_PROGRESS_FORMAT: &str = "smtsched-sweep-progress-2";
 
 /// Which run of a sweep: the sweep and the shard, as a progress file keeps them.
 pub type SweepRun = ShardRun<SweepId>;
@@ -147,6 +147,9 @@ pub struct Sweep {
     pub spec: SweepSpec,
     pub id: SweepId,
     /// `[machine][set]`.
+    /// A fingerprint of the machines and workloads as their files held them when loaded (the
+    /// sweep file's text is in `id`).
+    pub inputs: String,
     machines: Vec<Vec<MachineModel>>,
     workloads: Vec<Vec<String>>,
     variants: Vec<Variant>,
@@ -287,6 +290,8 @@ impl Sweep {
             machines.push(per_set);
         }
         let mut workloads = Vec::new();
+        // What the machine and workload files held, for `inputs`.
+        let mut loaded = format!("{machines:?}\n");
         for list in &spec.workloads {
             let names = expand_workload_list(list);
             if names.is_empty() || names.len() > 64 {
@@ -296,8 +301,9 @@ impl Sweep {
                 ));
             }
             for n in &names {
-                load_workload(n, &[])
+                let profile = load_workload(n, &[])
                     .map_err(|e| format!("workloads: {}", one_line(&e.to_string())))?;
+                loaded.push_str(&format!("{profile:?}\n"));
             }
             workloads.push(names);
         }
@@ -317,6 +323,7 @@ impl Sweep {
         Ok(Sweep {
             spec,
             id,
+            inputs: fingerprint(&loaded),
             machines,
             workloads,
             variants,
@@ -371,11 +378,11 @@ impl Sweep {
     ) -> Result<SweepResults, SweepError> {
         let jobs = self.jobs();
         let total = jobs.len();
+        let kept: std::collections::HashSet<usize> = done.iter().map(|j| j.index).collect();
         let mine: Vec<(usize, &Job)> = jobs
             .iter()
             .enumerate()
-            .filter(|(i, _)| !matches!(shard, Some(s) if !s.takes(*i)))
-            .filter(|(i, _)| !done.iter().any(|j| j.index == *i))
+            .filter(|(i, _)| shard.is_none_or(|s| s.takes(*i)) && !kept.contains(i))
             .collect();
         let mut results = mine
             .par_iter()
@@ -403,10 +410,11 @@ impl Sweep {
         })
     }
 
-    /// The jobs `shard` runs (all when `None`).
-    pub fn jobs_in(&self, shard: Option<Shard>) -> usize {
-        let total = self.jobs_total();
-        shard.map_or(total, |s| s.size(total))
+    /// The places of the jobs `shard` runs (all when `None`), in order.
+    pub fn places(&self, shard: Option<Shard>) -> Vec<usize> {
+        (0..self.jobs_total())
+            .filter(|&i| shard.is_none_or(|s| s.takes(i)))
+            .collect()
     }
 
     fn run_job(&self, job: &Job) -> Result<Outcome, String> {

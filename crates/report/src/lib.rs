@@ -18,4 +18,4 @@ pub mod write;
 
 pub use stats::Summary;
 pub use table::Table;
-pub use write::write_atomic;
+pub use write::{remove_stale_temporaries_of, write_atomic};

@@ -59,6 +59,18 @@ pub struct AtomicFile {
 
 static SERIAL: AtomicU32 = AtomicU32::new(0);
 
+/// Removes the temporary files a killed writer of `target` left (for a file that will not be
+/// written again, whose next write would have removed them): see [`remove_stale_temporaries`].
+pub fn remove_stale_temporaries_of(target: &Path) {
+    if let Some(name) = target.file_name() {
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        remove_stale_temporaries(dir, &name.to_string_lossy());
+    }
+}
+
 /// Removes the temporary files a writer of `name` in `dir` left when it was killed (SIGKILL gives
 /// it no chance to): those whose process no longer exists. A live process's file, this one's
 /// included, is left alone; a file that cannot be removed is left for the next start.

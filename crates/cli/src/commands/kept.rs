@@ -1,95 +1,178 @@
-//! A long command's finished items kept in a progress file beside its output while it runs (see
-//! [`smtsched_experiments::progress`]): the same command, stopped, continues from them. The file
-//! is replaced whole after each item (as any output: an interrupted write leaves the old one) and
+//! A long command's finished items kept in a progress journal beside its output while it runs
+//! (see [`smtsched_experiments::progress`]): the same command, stopped, continues from them. The
+//! journal is written whole once by each run (atomically, as any output), then appended to, and
 //! removed once the output is in place.
 
 use super::write_file;
 use crate::errors::bad_input;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use smtsched_experiments::progress::{read_progress, Progress, RunIdentity};
+use smtsched_experiments::progress::{
+    header_line, item_line, read_progress, Earlier, Identity, RunIdentity,
+};
+use std::collections::HashSet;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-pub(crate) struct Kept<R, T> {
+/// An item of a run: its place in the run's list (which says whether it is this run's).
+pub(crate) trait Item {
+    fn place(&self) -> usize;
+}
+
+pub(crate) struct Kept<T> {
     path: PathBuf,
-    progress: Mutex<Progress<R, T>>,
-    /// Items the run has in all (the last is not kept: the output follows it).
+    header: String,
+    state: Mutex<State<T>>,
+    /// Items the run has in all.
     total: usize,
     /// Made before the first write (a report directory is made when first needed).
     make_dir: Option<PathBuf>,
 }
 
-impl<R: RunIdentity, T: Serialize + DeserializeOwned + Clone> Kept<R, T> {
-    /// Reads what an earlier run of `run` by this program left at `path`, saying so on stderr
-    /// (`unit`: what the items are, "experiment(s)"); a file of another run or build is set aside
-    /// (replaced when the first item ends), a file that is no progress file of `format` refused.
-    pub fn open(
+struct State<T> {
+    done: Vec<T>,
+    /// Whether this run has written the journal whole (later items are appended).
+    written: bool,
+}
+
+/// What a new [`Kept`] is for: the run and its inputs, how many items it has and which places
+/// are its own, and what the items are called in messages ("experiment(s)").
+pub(crate) struct KeptRun<'a, R> {
+    pub format: &'a str,
+    pub run: R,
+    pub inputs: String,
+    pub places: &'a [usize],
+    pub unit: &'a str,
+}
+
+impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
+    /// Reads what an earlier run of `k.run` left at `path`, saying so on stderr; a journal of
+    /// another run, build or inputs (or holding items that are not this run's) is set aside
+    /// (replaced when the first item ends); a file that is no progress file of `k.format` is
+    /// refused.
+    pub fn open<R: RunIdentity>(
         path: PathBuf,
-        format: &str,
-        run: R,
-        total: usize,
-        unit: &str,
+        k: KeptRun<R>,
         make_dir: Option<PathBuf>,
     ) -> Result<Self> {
-        let mut progress = Progress::new(format, run, build_fingerprint()?);
-        let file = path.display();
-        match read_progress::<R, T>(&path, format).map_err(bad_input)? {
-            Some(p) => match p.mismatch(&progress.run, &progress.build) {
-                Some(why) => eprintln!("{file}: {unit} of {why}: starting afresh"),
+        let id = Identity {
+            format: k.format.into(),
+            build: build_fingerprint()?,
+            inputs: k.inputs,
+            run: k.run,
+        };
+        let (file, unit, total) = (path.display(), k.unit, k.places.len());
+        let done = match read_progress::<R, T>(&path, &id).map_err(bad_input)? {
+            Earlier::Continue(items) => match foreign_place(&items, k.places) {
                 None => {
                     eprintln!(
                         "continuing: {} of {total} {unit} finished earlier, kept in {file}",
-                        p.done.len()
+                        items.len()
                     );
-                    progress = p;
+                    items
+                }
+                Some(p) => {
+                    eprintln!("{file}: keeps item {p}, not this run's: starting afresh");
+                    Vec::new()
                 }
             },
-            None if total > 1 => eprintln!(
-                "finished {unit} are kept in {file} until the output is written: if stopped, \
-                 the same command continues"
-            ),
-            None => {}
-        }
+            Earlier::SetAside(why) => {
+                eprintln!("{file}: {unit} of {why}: starting afresh");
+                Vec::new()
+            }
+            Earlier::Nothing if total > 1 => {
+                eprintln!(
+                    "finished {unit} are kept in {file} until the output is written: if \
+                     stopped, the same command continues"
+                );
+                Vec::new()
+            }
+            Earlier::Nothing => Vec::new(),
+        };
         Ok(Kept {
+            header: header_line(&id),
             path,
-            progress: Mutex::new(progress),
+            state: Mutex::new(State {
+                done,
+                written: false,
+            }),
             total,
             make_dir,
         })
     }
 
-    /// The items finished before this run started, or by it so far.
+    /// The items finished before this run started.
     pub fn done(&self) -> Vec<T> {
         self.lock().done.clone()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Progress<R, T>> {
-        self.progress.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Keeps a finished item; the last one is not written (the output follows).
+    /// Keeps a finished item (a run of one item keeps nothing: there is nothing to continue).
     pub fn keep(&self, item: &T) -> Result<()> {
-        let mut p = self.lock();
-        p.done.push(item.clone());
-        if p.done.len() >= self.total {
+        let mut s = self.lock();
+        s.done.push(item.clone());
+        if self.total <= 1 {
             return Ok(());
+        }
+        if s.written {
+            return self.append(&item_line(item));
         }
         if let Some(d) = &self.make_dir {
             super::output::make_output_dir(d, "-o")?;
         }
-        write_file(&self.path, (serde_json::to_string(&*p)? + "\n").as_bytes())
+        let journal: String = std::iter::once(self.header.clone())
+            .chain(s.done.iter().map(item_line))
+            .collect();
+        write_file(&self.path, journal.as_bytes())?;
+        s.written = true;
+        Ok(())
     }
 
-    /// The output is in place: what was kept for it goes.
+    /// Appends a line, Ctrl-C and SIGTERM held back meanwhile (SIGKILL may cut it short: reading
+    /// drops such a line).
+    fn append(&self, line: &str) -> Result<()> {
+        smtsched_host::shutdown::deferring_signals(|| {
+            let mut f = std::fs::OpenOptions::new().append(true).open(&self.path)?;
+            f.write_all(line.as_bytes())
+        })
+        .with_context(|| format!("cannot write {}", self.path.display()))
+    }
+
+    /// The output is in place: the journal goes, and any temporary copy a killed run left.
     pub fn remove(self) -> Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(anyhow::Error::new(e).context(format!("cannot remove {}", self.path.display())))
-            }
+        let removed = match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
-        }
+        };
+        smtsched_report::remove_stale_temporaries_of(&self.path);
+        removed.with_context(|| format!("cannot remove {}", self.path.display()))
+    }
+}
+
+/// The first kept item whose place is not among `places`, or is there twice.
+fn foreign_place<T: Item>(items: &[T], places: &[usize]) -> Option<usize> {
+    let mine: HashSet<usize> = places.iter().copied().collect();
+    let mut seen = HashSet::new();
+    items
+        .iter()
+        .map(Item::place)
+        .find(|p| !mine.contains(p) || !seen.insert(*p))
+}
+
+impl<O> Item for (usize, O) {
+    fn place(&self) -> usize {
+        self.0
+    }
+}
+
+impl Item for smtsched_experiments::sweep::JobResult {
+    fn place(&self) -> usize {
+        self.index
     }
 }
 
@@ -110,8 +193,7 @@ pub(crate) fn progress_beside(output: &Path) -> Option<PathBuf> {
 fn build_fingerprint() -> Result<String> {
     use std::hash::Hasher;
     let exe = std::env::current_exe()?;
-    let bytes = std::fs::read(&exe)
-        .map_err(|e| anyhow::Error::new(e).context(format!("cannot read {}", exe.display())))?;
+    let bytes = std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     h.write(&bytes);
     Ok(format!("{:016x}", h.finish()))

@@ -1,7 +1,7 @@
 //! `sweep`: run a sweep file's jobs (all, or one shard), merge shards, or write a Slurm
 //! submission; the work is in `smtsched_experiments`.
 
-use super::kept::{progress_beside, Kept};
+use super::kept::{progress_beside, Kept, KeptRun};
 use super::plan::Plan;
 use super::slurm::{absolute, Submission};
 use super::{check_outputs, counting_bar, out, write_file};
@@ -150,8 +150,9 @@ impl Plan for SweepPlan {
                 output,
                 threads,
             } => {
-                let mine = sweep.jobs_in(shard);
-                let kept = kept_beside(&sweep, shard, output.as_deref(), mine)?;
+                let places = sweep.places(shard);
+                let mine = places.len();
+                let kept = kept_beside(&sweep, shard, output.as_deref(), &places)?;
                 let done = kept.as_ref().map_or_else(Vec::new, Kept::done);
                 let bar = counting_bar(mine as u64, "jobs")?;
                 bar.set_message(sweep.id.name.clone());
@@ -168,10 +169,9 @@ impl Plan for SweepPlan {
                 };
                 let r = pool.install(|| sweep.run(shard, done, &finished))?;
                 bar.finish_and_clear();
-                finish(&r, output.as_deref())?;
-                kept.map_or(Ok(()), Kept::remove)
+                finish(&r, output.as_deref(), kept)
             }
-            SweepPlan::Merge { results, output } => finish(&results, output.as_deref()),
+            SweepPlan::Merge { results, output } => finish(&results, output.as_deref(), None),
             SweepPlan::Slurm(s) => s.write(),
         }
     }
@@ -184,22 +184,30 @@ fn kept_beside(
     sweep: &Sweep,
     shard: Option<Shard>,
     output: Option<&Path>,
-    jobs: usize,
-) -> Result<Option<Kept<SweepRun, JobResult>>> {
+    places: &[usize],
+) -> Result<Option<Kept<JobResult>>> {
     let Some(path) = output.and_then(progress_beside) else {
         return Ok(None);
     };
-    let run = SweepRun {
-        run: sweep.id.clone(),
-        shard,
+    let run = KeptRun {
+        format: SWEEP_PROGRESS_FORMAT,
+        run: SweepRun {
+            run: sweep.id.clone(),
+            shard,
+        },
+        inputs: sweep.inputs.clone(),
+        places,
+        unit: "job(s)",
     };
-    Kept::open(path, SWEEP_PROGRESS_FORMAT, run, jobs, "job(s)", None).map(Some)
+    Kept::open(path, run, None).map(Some)
 }
 
-/// Writes the results file (if asked) and prints the table.
-fn finish(r: &SweepResults, output: Option<&Path>) -> Result<()> {
+/// Writes the results file (if asked), lets go of what was kept for it, and prints the table.
+fn finish(r: &SweepResults, output: Option<&Path>, kept: Option<Kept<JobResult>>) -> Result<()> {
     if let Some(p) = output {
         write_file(p, (serde_json::to_string_pretty(r)? + "\n").as_bytes())?;
     }
+    // Before printing: a closed pipe ends the program quietly, and the results are in place.
+    kept.map_or(Ok(()), Kept::remove)?;
     out(&render(r))
 }

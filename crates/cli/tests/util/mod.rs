@@ -16,6 +16,29 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Starts `smtsched ARGS` in `dir` and kills it (SIGKILL: no chance to tidy up) as soon as
+/// `file` exists; fails if the command ends first or `file` takes over 300 s to appear.
+pub fn killed_once_it_writes(dir: &Path, args: &[&str], file: &Path) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !file.exists() {
+        let ended = child.try_wait().unwrap();
+        assert!(ended.is_none(), "ended ({ended:?}) before writing {file:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "no {file:?} in 300 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 /// Runs `smtsched ARGS` in `dir`; prints command, directory, exit code and output, for failures.
 pub fn smtsched(dir: &Path, args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_smtsched"))

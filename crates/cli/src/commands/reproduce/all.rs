@@ -2,7 +2,7 @@
 //! As a sweep: `--shard I/N -o FILE` runs every N-th experiment, `--merge FILES -o DIR` writes
 //! the report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
 
-use super::super::kept::{progress_beside, Kept};
+use super::super::kept::{progress_beside, Kept, KeptRun};
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::slurm::Submission;
 use super::super::{check_outputs, out, write_file, Bars};
@@ -14,7 +14,7 @@ use anyhow::Result;
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
 use smtsched_experiments::progress::ShardRun;
 use smtsched_experiments::run::{run_on_own_threads, Outcome, RunOptions};
-use smtsched_experiments::shards::Shard;
+use smtsched_experiments::shards::{fingerprint, Shard};
 use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard, SUITE_PROGRESS_FORMAT};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,7 +84,7 @@ impl AllPlan {
                 seed,
                 outcomes,
                 dir,
-            } => finish(seed, &outcomes, Ran::InShards, dir.as_deref()),
+            } => finish(seed, &outcomes, Ran::InShards, dir.as_deref(), None),
             AllPlan::Slurm(s) => s.write(),
         }
     }
@@ -173,7 +173,7 @@ impl RunAll {
     fn execute(self) -> Result<()> {
         let shard = self.shard.unwrap_or(Shard { index: 1, count: 1 });
         let total = self.suite.shard_items(shard).len();
-        let kept = self.kept(total)?;
+        let kept = self.kept(shard)?;
         let earlier = kept.as_ref().map_or_else(Vec::new, Kept::done);
         let mine: Vec<(usize, usize, Experiment)> = self
             .experiments
@@ -198,20 +198,21 @@ impl RunAll {
             (Some(s), Some(f)) => {
                 let file = SuiteShard::new(self.suite, s, outcomes);
                 write_file(&f, (serde_json::to_string(&file)? + "\n").as_bytes())?;
+                // Before printing: a closed pipe ends the program quietly.
+                kept.map_or(Ok(()), Kept::remove)?;
                 let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
-                out(&summary_table(&report(self.options.seed, &done, ran)))?;
+                out(&summary_table(&report(self.options.seed, &done, ran)))
             }
             (_, output) => {
                 let done: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
-                finish(self.options.seed, &done, ran, output.as_deref())?;
+                finish(self.options.seed, &done, ran, output.as_deref(), kept)
             }
         }
-        kept.map_or(Ok(()), Kept::remove)
     }
 
     /// A run writing its report (or a shard its file) keeps the experiments it finishes beside
     /// it, so that the same command, stopped, continues from there.
-    fn kept(&self, total: usize) -> Result<Option<KeptExperiments>> {
+    fn kept(&self, shard: Shard) -> Result<Option<KeptExperiments>> {
         let at = match (self.shard, &self.output) {
             (None, Some(dir)) => Some((dir.join(PROGRESS_FILE), Some(dir.clone()))),
             (Some(_), Some(file)) => progress_beside(file).map(|p| (p, None)),
@@ -220,17 +221,30 @@ impl RunAll {
         let Some((path, dir)) = at else {
             return Ok(None);
         };
-        let run = ShardRun {
-            run: self.suite.clone(),
-            shard: self.shard,
+        let places: Vec<usize> = self
+            .suite
+            .shard_items(shard)
+            .iter()
+            .map(|(i, _)| *i)
+            .collect();
+        // The experiments as loaded: an experiment file edited since is another run.
+        let inputs = fingerprint(&serde_json::to_string(&self.experiments)?);
+        let run = KeptRun {
+            format: SUITE_PROGRESS_FORMAT,
+            run: ShardRun {
+                run: self.suite.clone(),
+                shard: self.shard,
+            },
+            inputs,
+            places: &places,
+            unit: "experiment(s)",
         };
-        let unit = "experiment(s)";
-        Kept::open(path, SUITE_PROGRESS_FORMAT, run, total, unit, dir).map(Some)
+        Kept::open(path, run, dir).map(Some)
     }
 }
 
 /// The experiments a run (or a shard) of a suite has finished: (place in the suite, outcome).
-type KeptExperiments = Kept<ShardRun<Suite>, (usize, Outcome)>;
+type KeptExperiments = Kept<(usize, Outcome)>;
 
 /// The progress file's name in the report directory.
 const PROGRESS_FILE: &str = "reproduce-progress.json";
@@ -305,13 +319,21 @@ fn run_one(
     Ok(o)
 }
 
-/// The report of `outcomes` (run as `ran` says): written into `dir` if
-/// given, and its summary printed.
-fn finish(seed: u64, outcomes: &[Outcome], ran: Ran, dir: Option<&Path>) -> Result<()> {
+/// The report of `outcomes` (run as `ran` says): written into `dir` if given (then what was
+/// `kept` for it goes), and its summary printed.
+fn finish(
+    seed: u64,
+    outcomes: &[Outcome],
+    ran: Ran,
+    dir: Option<&Path>,
+    kept: Option<KeptExperiments>,
+) -> Result<()> {
     let r = report(seed, outcomes, ran);
     if let Some(d) = dir {
         make_output_dir(d, "-o")?;
         write_report(d, &r, outcomes)?;
     }
+    // Before printing: a closed pipe ends the program quietly.
+    kept.map_or(Ok(()), Kept::remove)?;
     out(&summary_table(&r))
 }
