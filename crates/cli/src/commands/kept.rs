@@ -32,7 +32,8 @@ pub(crate) struct Kept<T> {
 }
 
 struct State<T> {
-    done: Vec<T>,
+    /// The items an earlier run finished (until this run writes the journal whole, with them).
+    earlier: Vec<T>,
     /// Whether this run has written the journal whole (later items are appended).
     written: bool,
 }
@@ -95,7 +96,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
             header: header_line(&id),
             path,
             state: Mutex::new(State {
-                done,
+                earlier: done,
                 written: false,
             }),
             total,
@@ -103,9 +104,9 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
         })
     }
 
-    /// The items finished before this run started.
+    /// The items finished before this run started (call before keeping any).
     pub fn done(&self) -> Vec<T> {
-        self.lock().done.clone()
+        self.lock().earlier.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State<T>> {
@@ -113,9 +114,10 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
     }
 
     /// Keeps a finished item (a run of one item keeps nothing: there is nothing to continue).
+    /// The first is written whole with the earlier run's items (dropping a line cut short), the
+    /// rest appended; none is held in memory.
     pub fn keep(&self, item: &T) -> Result<()> {
         let mut s = self.lock();
-        s.done.push(item.clone());
         if self.total <= 1 {
             return Ok(());
         }
@@ -126,10 +128,11 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
             super::output::make_output_dir(d, "-o")?;
         }
         let journal: String = std::iter::once(self.header.clone())
-            .chain(s.done.iter().map(item_line))
+            .chain(s.earlier.iter().chain([item]).map(item_line))
             .collect();
         write_file(&self.path, journal.as_bytes())?;
         s.written = true;
+        s.earlier = Vec::new();
         Ok(())
     }
 
@@ -192,9 +195,26 @@ pub(crate) fn progress_beside(output: &Path) -> Option<PathBuf> {
 /// the program, which is all this compares; a test build's 200 MB take a twentieth of a second.)
 fn build_fingerprint() -> Result<String> {
     use std::hash::Hasher;
+    use std::io::Read;
     let exe = std::env::current_exe()?;
-    let bytes = std::fs::read(&exe).with_context(|| format!("cannot read {}", exe.display()))?;
+    let cannot = || format!("cannot read {}", exe.display());
+    let mut file = std::fs::File::open(&exe).with_context(cannot)?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    h.write(&bytes);
+    // In whole pieces of one size (not the file in memory; a read may return less than asked,
+    // so each piece is filled before it is hashed): the same bytes, the same value.
+    let mut piece = vec![0; 1 << 20];
+    loop {
+        let mut filled = 0;
+        while filled < piece.len() {
+            match file.read(&mut piece[filled..]).with_context(cannot)? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        h.write(&piece[..filled]);
+        if filled < piece.len() {
+            break;
+        }
+    }
     Ok(format!("{:016x}", h.finish()))
 }
