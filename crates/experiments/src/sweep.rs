@@ -146,10 +146,10 @@ enum Variant {
 pub struct Sweep {
     pub spec: SweepSpec,
     pub id: SweepId,
-    /// `[machine][set]`.
     /// A fingerprint of the machines and workloads as their files held them when loaded (the
     /// sweep file's text is in `id`).
     pub inputs: String,
+    /// `[machine][set]`.
     machines: Vec<Vec<MachineModel>>,
     workloads: Vec<Vec<String>>,
     variants: Vec<Variant>,

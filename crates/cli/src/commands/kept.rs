@@ -11,7 +11,9 @@ use serde::Serialize;
 use smtsched_experiments::progress::{
     header_line, item_line, read_progress, Earlier, Identity, RunIdentity,
 };
+use std::collections::hash_map::DefaultHasher;
 use std::collections::HashSet;
+use std::hash::Hasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -194,15 +196,50 @@ pub(crate) fn progress_beside(output: &Path) -> Option<PathBuf> {
 /// ran them. (std's SipHash with fixed keys: the same bytes give the same value under one build of
 /// the program, which is all this compares; a test build's 200 MB take a twentieth of a second.)
 fn build_fingerprint() -> Result<String> {
-    use std::hash::Hasher;
+    let mut h = DefaultHasher::new();
+    hash_file(&std::env::current_exe()?, &mut h)?;
+    Ok(format!("{:016x}", h.finish()))
+}
+
+/// A fingerprint of what a run loaded (`loaded`, serialized) and of every file a string in it
+/// names (a machine file, a trace, an estimator model, a task set): an experiment or sweep whose
+/// files were edited since is another run, whichever field names them. A name that is also a
+/// file's (a preset beside a file so called) only makes the check stricter.
+pub(crate) fn inputs_fingerprint<T: Serialize>(loaded: &T) -> Result<String> {
+    let value = serde_json::to_value(loaded)?;
+    let mut h = DefaultHasher::new();
+    h.write(value.to_string().as_bytes());
+    let mut named = Vec::new();
+    strings_in(&value, &mut named);
+    named.sort_unstable();
+    named.dedup();
+    for name in named.into_iter().filter(|n| Path::new(n).is_file()) {
+        h.write(name.as_bytes());
+        hash_file(Path::new(name), &mut h)?;
+    }
+    Ok(format!("{:016x}", h.finish()))
+}
+
+/// Every string in `v`, in order.
+fn strings_in<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => out.push(s),
+        Value::Array(a) => a.iter().for_each(|x| strings_in(x, out)),
+        Value::Object(o) => o.values().for_each(|x| strings_in(x, out)),
+        _ => {}
+    }
+}
+
+/// Feeds `path`'s bytes to `h` in whole pieces of one size (not the file in memory; a read may
+/// return less than asked, so each piece is filled before it is hashed): the same bytes, the
+/// same value. The length goes last, so that a file's end is marked.
+fn hash_file(path: &Path, h: &mut DefaultHasher) -> Result<()> {
     use std::io::Read;
-    let exe = std::env::current_exe()?;
-    let cannot = || format!("cannot read {}", exe.display());
-    let mut file = std::fs::File::open(&exe).with_context(cannot)?;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    // In whole pieces of one size (not the file in memory; a read may return less than asked,
-    // so each piece is filled before it is hashed): the same bytes, the same value.
+    let cannot = || format!("cannot read {}", path.display());
+    let mut file = std::fs::File::open(path).with_context(cannot)?;
     let mut piece = vec![0; 1 << 20];
+    let mut total = 0u64;
     loop {
         let mut filled = 0;
         while filled < piece.len() {
@@ -212,9 +249,38 @@ fn build_fingerprint() -> Result<String> {
             }
         }
         h.write(&piece[..filled]);
+        total += filled as u64;
         if filled < piece.len() {
             break;
         }
     }
-    Ok(format!("{:016x}", h.finish()))
+    h.write_u64(total);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file named anywhere in what a run loaded is part of its inputs: editing it (even to
+    /// the same length) makes another run; a file named nowhere does not.
+    #[test]
+    fn an_edited_file_a_run_names_changes_its_inputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (named, other) = (dir.path().join("m.toml"), dir.path().join("n.toml"));
+        std::fs::write(&named, "l2 = 512\n").unwrap();
+        std::fs::write(&other, "x").unwrap();
+        let loaded = serde_json::json!({
+            "name": "e",
+            "configurations": [{"machine": named.to_str().unwrap()}],
+            "workloads": ["gzip-like"],
+        });
+        let before = inputs_fingerprint(&loaded).unwrap();
+        std::fs::write(&other, "y").unwrap();
+        assert_eq!(inputs_fingerprint(&loaded).unwrap(), before);
+        std::fs::write(&named, "l2 = 256\n").unwrap();
+        assert_ne!(inputs_fingerprint(&loaded).unwrap(), before);
+        std::fs::write(&named, "l2 = 512\n").unwrap();
+        assert_eq!(inputs_fingerprint(&loaded).unwrap(), before);
+    }
 }

@@ -1,7 +1,7 @@
 //! `sweep`: run a sweep file's jobs (all, or one shard), merge shards, or write a Slurm
 //! submission; the work is in `smtsched_experiments`.
 
-use super::kept::{progress_beside, Kept, KeptRun};
+use super::kept::{inputs_fingerprint, progress_beside, Kept, KeptRun};
 use super::plan::Plan;
 use super::slurm::{absolute, Submission};
 use super::{check_outputs, counting_bar, out, write_file};
@@ -195,7 +195,8 @@ fn kept_beside(
             run: sweep.id.clone(),
             shard,
         },
-        inputs: sweep.inputs.clone(),
+        // The loaded machines and workloads, and any file the sweep file names (a trace).
+        inputs: inputs_fingerprint(&(&sweep.inputs, &sweep.spec))?,
         places,
         unit: "job(s)",
     };

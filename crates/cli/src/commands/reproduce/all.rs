@@ -2,7 +2,7 @@
 //! As a sweep: `--shard I/N -o FILE` runs every N-th experiment, `--merge FILES -o DIR` writes
 //! the report from every shard, `--slurm` writes a script that does both on a Slurm cluster.
 
-use super::super::kept::{progress_beside, Kept, KeptRun};
+use super::super::kept::{inputs_fingerprint, progress_beside, Kept, KeptRun};
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::slurm::Submission;
 use super::super::{check_outputs, out, write_file, Bars};
@@ -14,7 +14,7 @@ use anyhow::Result;
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
 use smtsched_experiments::progress::ShardRun;
 use smtsched_experiments::run::{run_on_own_threads, Outcome, RunOptions};
-use smtsched_experiments::shards::{fingerprint, Shard};
+use smtsched_experiments::shards::Shard;
 use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard, SUITE_PROGRESS_FORMAT};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -227,8 +227,9 @@ impl RunAll {
             .iter()
             .map(|(i, _)| *i)
             .collect();
-        // The experiments as loaded: an experiment file edited since is another run.
-        let inputs = fingerprint(&serde_json::to_string(&self.experiments)?);
+        // The experiments as loaded and the files they name: an experiment, machine or trace
+        // file edited since is another run.
+        let inputs = inputs_fingerprint(&self.experiments)?;
         let run = KeptRun {
             format: SUITE_PROGRESS_FORMAT,
             run: ShardRun {
