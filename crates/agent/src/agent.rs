@@ -3,7 +3,7 @@
 //! applies them through the kernel's controls, and logs and publishes what it did. On a stop
 //! (the launched commands exit, `--duration`, SIGINT, SIGTERM) it puts every thread back.
 
-use crate::control::{CgroupWeights, CoreScheduling, Outcome, Settings, WeightControl};
+use crate::control::{CgroupWeights, CoreScheduling, Outcome, Settings, Touched, WeightControl};
 use crate::error::{AgentError, Result};
 use crate::observe::{self, SharedStatus, Status, StatusServer, TaskStatus};
 use crate::sample::{self, Sampled};
@@ -594,6 +594,7 @@ impl Agent {
             start_time: stat.start_time,
             label: p.label.clone(),
             original: original.clone(),
+            touched: Touched::default(),
         });
         let weight = if stat.policy == crate::control::SCHED_IDLE {
             Weight::IDLE
@@ -692,8 +693,50 @@ impl Agent {
         }
     }
 
+    /// Notes in the state file, before anything is changed, which settings of which threads
+    /// the decisions change (what [`Agent::apply`] will change): only those are put back.
+    fn note_touched(&mut self, view: &PeriodView, decisions: &Decisions) {
+        let core = self.core.is_ok();
+        let mut noted = false;
+        for t in &view.tasks {
+            let Some(m) = self.threads.get(&t.key) else {
+                continue;
+            };
+            let applied = decisions.applied(t.key, m.original.nice);
+            let own_cookie = m.original.core_cookie.is_some_and(|c| c != 0);
+            let now = Touched {
+                affinity: within_own(applied.affinity.as_ref(), &m.original.affinity) != m.affinity,
+                weight: !crate::control::realtime_policy(m.original.policy)
+                    && applied.weight != m.weight,
+                // A thread put in a core group gets a cookie (one without is left with none).
+                core_cookie: core && !own_cookie && applied.core_group.is_some(),
+            };
+            let key = t.key;
+            let Some(r) = self
+                .state
+                .state
+                .threads
+                .iter_mut()
+                .find(|r| r.tid as u32 == key.pid && r.start_time == key.start_time)
+            else {
+                continue;
+            };
+            let was = r.touched;
+            r.touched.affinity |= now.affinity;
+            r.touched.weight |= now.weight;
+            r.touched.core_cookie |= now.core_cookie;
+            noted |= r.touched != was;
+        }
+        if noted {
+            if let Err(e) = self.state.save() {
+                self.error(format!("writing {}: {e}", self.state.path.display()));
+            }
+        }
+    }
+
     /// Applies the decisions: only what differs from what each thread has now.
     fn apply(&mut self, view: &PeriodView, decisions: &Decisions) {
+        self.note_touched(view, decisions);
         let mut errors = Vec::new();
         let mut gone = Vec::new();
         let mut regroup = false;

@@ -25,6 +25,27 @@ pub struct Settings {
     pub core_cookie: Option<u64>,
 }
 
+/// Which of a thread's settings the agent has changed (or was about to when it stopped): only
+/// those are put back, so that what the user changed meanwhile stays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Touched {
+    pub affinity: bool,
+    /// Nice and policy, or the cgroup, whichever carries weights.
+    pub weight: bool,
+    pub core_cookie: bool,
+}
+
+impl Touched {
+    /// A record that does not say (written before this was kept): everything.
+    pub fn all() -> Self {
+        Touched {
+            affinity: true,
+            weight: true,
+            core_cookie: true,
+        }
+    }
+}
+
 /// What happened to a thread that was being changed.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -329,20 +350,45 @@ impl WeightControl {
     }
 }
 
-/// Puts a thread back as it was: affinity, scheduling policy and nice, cgroup, core cookie.
-/// `controller` is the hierarchy its cgroup is in (weights by cgroup only).
+/// Puts back what the agent changed of a thread (`touched`): affinity, scheduling policy and
+/// nice, cgroup, core cookie. `controller` is the hierarchy its cgroup is in (weights by cgroup
+/// only).
 pub fn restore(
     pid: i32,
     tid: i32,
     original: &Settings,
+    touched: Touched,
     controller: Option<&CpuController>,
 ) -> Result<Outcome, String> {
     let mut errors = Vec::new();
-    match set_affinity(tid, &original.affinity) {
-        Ok(Outcome::Gone) => return Ok(Outcome::Gone),
-        Ok(Outcome::Done) => {}
-        Err(e) => errors.push(e),
+    if touched.affinity {
+        match set_affinity(tid, &original.affinity) {
+            Ok(Outcome::Gone) => return Ok(Outcome::Gone),
+            Ok(Outcome::Done) => {}
+            Err(e) => errors.push(e),
+        }
     }
+    if touched.weight {
+        restore_weight(pid, tid, original, controller, &mut errors);
+    }
+    if touched.core_cookie && original.core_cookie == Some(0) {
+        errors.extend(CoreScheduling::apply(&[], &[tid]));
+    }
+    if errors.is_empty() {
+        Ok(Outcome::Done)
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// Puts back a thread's policy and nice, and its cgroup where weights go through cgroups.
+fn restore_weight(
+    pid: i32,
+    tid: i32,
+    original: &Settings,
+    controller: Option<&CpuController>,
+    errors: &mut Vec<String>,
+) {
     let _ = set_policy(tid, original.policy).map_err(|e| {
         if !gone(&e) {
             errors.push(format!(
@@ -370,13 +416,5 @@ pub fn restore(
                 errors.push(format!("moving {id} back to cgroup {}: {e}", dir.display()));
             }
         }
-    }
-    if original.core_cookie == Some(0) {
-        errors.extend(CoreScheduling::apply(&[], &[tid]));
-    }
-    if errors.is_empty() {
-        Ok(Outcome::Done)
-    } else {
-        Err(errors.join("; "))
     }
 }

@@ -4,7 +4,7 @@
 //! with the same state directory (or `smtsched agent restore`). A thread is identified by its id
 //! and start time: one whose id now names another thread is never touched.
 
-use crate::control::{self, Outcome, Settings};
+use crate::control::{self, Outcome, Settings, Touched};
 use serde::{Deserialize, Serialize};
 use smtsched_host::cgroup::{Cgroup, CpuController};
 use std::path::{Path, PathBuf};
@@ -19,6 +19,9 @@ pub struct ThreadRecord {
     pub start_time: u64,
     pub label: String,
     pub original: Settings,
+    /// What the agent has changed of it: only that is put back.
+    #[serde(default = "Touched::all")]
+    pub touched: Touched,
 }
 
 /// What the agent created in a `cpu` cgroup hierarchy.
@@ -145,14 +148,19 @@ pub fn restore(state: &StateFile, file: &Path) -> RestoreReport {
         ..Default::default()
     };
     let controller = state.cgroup.as_ref().map(CgroupRecord::controller);
-    for t in &state.threads {
+    // A thread the agent changed nothing of is left as it is (the user may have changed it).
+    for t in state
+        .threads
+        .iter()
+        .filter(|t| t.touched != Touched::default())
+    {
         let alive = crate::proc::thread_stat(t.pid, t.tid)
             .is_some_and(|s| s.start_time == t.start_time && s.state != b'Z');
         if !alive {
             report.gone += 1;
             continue;
         }
-        match control::restore(t.pid, t.tid, &t.original, controller.as_ref()) {
+        match control::restore(t.pid, t.tid, &t.original, t.touched, controller.as_ref()) {
             Ok(Outcome::Done) => report.restored += 1,
             Ok(Outcome::Gone) => report.gone += 1,
             Err(e) => report.errors.push(e),

@@ -1,7 +1,7 @@
 //! Restoring from a state file, on real processes: what changed is put back as recorded, and a
 //! record whose thread id now names another thread (a different start time) is never touched.
 
-use smtsched_agent::control::{self, Outcome, Settings};
+use smtsched_agent::control::{self, Outcome, Settings, Touched};
 use smtsched_agent::state::{restore, StateFile, ThreadRecord, STATE_FORMAT};
 use smtsched_model::CpuSet;
 use std::process::{Child, Command};
@@ -55,6 +55,10 @@ fn online() -> CpuSet {
 }
 
 fn record(pid: i32, start_time: u64, original: Settings) -> StateFile {
+    touched_record(pid, start_time, original, Touched::all())
+}
+
+fn touched_record(pid: i32, start_time: u64, original: Settings, touched: Touched) -> StateFile {
     StateFile {
         format: STATE_FORMAT.into(),
         agent_pid: i32::MAX,
@@ -67,6 +71,7 @@ fn record(pid: i32, start_time: u64, original: Settings) -> StateFile {
             start_time,
             label: "sleep".into(),
             original,
+            touched,
         }],
     }
 }
@@ -99,6 +104,45 @@ fn changed_settings_are_put_back_as_recorded() {
     assert_eq!((report.restored, report.gone), (1, 0), "{report}");
     assert!(report.errors.is_empty(), "{report}");
     assert_eq!(kernel_view(pid), (aff, nice, policy, start));
+}
+
+/// The agent changed the affinity only; the user reniced the thread meanwhile: restoring puts
+/// the affinity back and leaves the user's nice and policy.
+#[test]
+fn only_what_the_agent_changed_is_put_back() {
+    let s = sleeper();
+    let pid = s.0.id() as i32;
+    let (aff, nice, policy, start) = kernel_view(pid);
+    let original = Settings {
+        affinity: CpuSet::parse(&aff).unwrap(),
+        nice,
+        policy,
+        cgroup: None,
+        core_cookie: None,
+    };
+    let first = online().first().unwrap();
+    assert_eq!(
+        control::set_affinity(pid, &CpuSet::from_iter([first])),
+        Ok(Outcome::Done)
+    );
+    control::set_nice(pid, 7).unwrap();
+    let touched = Touched {
+        affinity: true,
+        ..Touched::default()
+    };
+    let report = restore(
+        &touched_record(pid, start, original.clone(), touched),
+        std::path::Path::new("test"),
+    );
+    assert_eq!((report.restored, report.gone), (1, 0), "{report}");
+    assert_eq!(kernel_view(pid), (aff.clone(), 7, policy, start));
+    // A thread the agent changed nothing of is not counted as restored, and keeps nice 7.
+    let report = restore(
+        &touched_record(pid, start, original, Touched::default()),
+        std::path::Path::new("test"),
+    );
+    assert_eq!((report.restored, report.gone), (0, 0), "{report}");
+    assert_eq!(kernel_view(pid), (aff, 7, policy, start));
 }
 
 #[test]

@@ -426,13 +426,13 @@ pub struct ReproduceArgs {
     /// Override the experiment's policies (comma-separated).
     #[arg(long, short = 'p', value_delimiter = ',')]
     pub policies: Option<Vec<smtsched_os::PolicyName>>,
-    /// Print JSON.
+    /// Print JSON; with `all`, the report's JSON holds every run, not only their summaries.
     #[arg(long)]
     pub json: bool,
-    /// Also write the report (the text printed) to this file; with `all`, a directory for
-    /// report.html (self-contained), report.md and report.json. Finished experiments are kept
-    /// until then (in DIR/reproduce-progress.json; with --shard in FILE.progress): the same
-    /// command, stopped, continues from them.
+    /// Also write what is printed (the report, or its JSON) to this file; with `all`, a
+    /// directory for report.html (self-contained), report.md and report.json. Finished
+    /// experiments are kept until then (in DIR/reproduce-progress.json; with --shard in
+    /// FILE.progress): the same command, stopped, continues from them.
     #[arg(long, short = 'o', value_name = "FILE|DIR")]
     pub output: Option<std::path::PathBuf>,
     /// With `all`: only these experiments (comma-separated names).

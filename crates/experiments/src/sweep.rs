@@ -224,6 +224,13 @@ fn one_line(s: &str) -> String {
 impl Sweep {
     /// Resolves every axis; the error names the field and value.
     pub fn new(spec: SweepSpec) -> Result<Sweep, String> {
+        if spec.name.is_empty() || spec.name.chars().any(char::is_control) {
+            return Err(format!(
+                "name = {:?}: a name needs a character and no control characters (it names \
+                 shard files and Slurm jobs)",
+                spec.name
+            ));
+        }
         let empty = |f: &str, n: usize| (n == 0).then(|| format!("{f}: give at least one"));
         for (f, n) in [
             ("machines", spec.machines.len()),
@@ -234,6 +241,26 @@ impl Sweep {
             if let Some(e) = empty(f, n) {
                 return Err(e);
             }
+        }
+        // A value given twice would run the same jobs twice.
+        let twice = |f: &str, v: String| format!("{f}: {v} is given twice");
+        if let Some((_, m)) = smtsched_model::first_repeat(&spec.machines) {
+            return Err(twice("machines", format!("{m:?}")));
+        }
+        if let Some((_, s)) = smtsched_model::first_repeat(&spec.sets) {
+            return Err(twice("sets", format!("{s:?}")));
+        }
+        if let Some((_, w)) = smtsched_model::first_repeat(&spec.workloads) {
+            return Err(twice("workloads", format!("{w:?}")));
+        }
+        if let Some((_, s)) = smtsched_model::first_repeat(&spec.seeds) {
+            return Err(twice("seeds", s.to_string()));
+        }
+        if let Some((_, p)) = smtsched_model::first_repeat(&spec.policies) {
+            return Err(twice("policies", format!("{p:?}")));
+        }
+        if let Some((_, p)) = smtsched_model::first_repeat(&spec.placements) {
+            return Err(twice("placements", format!("{p:?}")));
         }
         let variants: Vec<Variant> = match spec.kind {
             SweepKind::Pairs => {

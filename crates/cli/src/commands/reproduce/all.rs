@@ -62,6 +62,13 @@ impl AllPlan {
             .iter()
             .map(|n| load_experiment(n))
             .collect::<Result<Vec<_>, _>>()?;
+        let loaded: Vec<&str> = experiments.iter().map(|e| e.name.as_str()).collect();
+        if let Some((i, name)) = smtsched_model::first_repeat(&loaded) {
+            return Err(bad_input(format!(
+                "--only: {} is another experiment named {name} (a report tells them apart by name)",
+                names[i]
+            )));
+        }
         let options = run_options(&a);
         let suite = Suite::new(names, &options);
         if a.slurm {

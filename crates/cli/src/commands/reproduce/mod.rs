@@ -4,7 +4,7 @@ mod all;
 mod report;
 
 use super::plan::Plan;
-use super::{check_outputs, json_out, out, write_file, Bars};
+use super::{check_outputs, out, write_file, Bars};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -62,13 +62,16 @@ impl Plan for ReproducePlan {
                 json,
             } => {
                 let o = smtsched_experiments::run::run(*experiment, &options, &Bars::default())?;
-                if json {
-                    return json_out(&o.json);
-                }
+                // What is printed, the text or its JSON, is what `-o` writes.
+                let printed = if json {
+                    serde_json::to_string_pretty(&o.json)? + "\n"
+                } else {
+                    o.text
+                };
                 if let Some(p) = &output {
-                    write_file(p, o.text.as_bytes())?;
+                    write_file(p, printed.as_bytes())?;
                 }
-                out(&o.text)
+                out(&printed)
             }
             ReproducePlan::All(plan) => plan.execute(),
         }
