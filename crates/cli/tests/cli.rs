@@ -270,6 +270,39 @@ fn corun_reports_each_thread_and_the_system_speedup() {
     }
 }
 
+/// Three copies of one program time-sharing one CPU each get a third of it (a little less for
+/// refilling the caches after each switch), however short their instruction window: each is
+/// measured over whole rounds of quanta, not within its first quantum (which it runs alone).
+#[test]
+fn corun_threads_time_sharing_a_cpu_each_get_their_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "corun",
+        "gzip-like",
+        "gzip-like",
+        "gzip-like",
+        "--cpus",
+        "0,0,0",
+        "--quantum-ms",
+        "5",
+        "--json",
+    ];
+    let o = smtsched(dir.path(), &args);
+    assert!(o.status.success(), "{}", util::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let prs: Vec<f64> = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pr"].as_f64().unwrap())
+        .collect();
+    assert_eq!(prs.len(), 3);
+    for pr in &prs {
+        assert!(*pr > 0.25 && *pr <= 1.0 / 3.0 + 0.01, "{prs:?}");
+    }
+    assert!(v["system_speedup"].as_f64().unwrap() <= 1.01, "{v}");
+}
+
 #[test]
 fn outputs_go_through_links_devices_and_keep_a_files_mode() {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};

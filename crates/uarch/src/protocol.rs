@@ -194,29 +194,59 @@ pub struct CorunThread {
 }
 
 /// Runs `threads` (profile, logical CPU) together, and each alone first: its own copy of its
-/// workload (copies numbered in order, as [`run_together`] numbers them) on its CPU.
+/// workload (copies numbered in order, as [`run_together`] numbers them) on its CPU. Where a
+/// CPU is named more than once its threads time-share it, and all are measured as a
+/// time-shared pair is: over the protocol's rounds after one round of warm-up, a round giving
+/// each thread of the most shared CPU one quantum (an instruction window would fit in a
+/// thread's first quantum, before its partners ran at all).
 pub fn corun(
     machine: &MachineModel,
     threads: &[(&dyn Workload, u32)],
     proto: &Protocol,
 ) -> Result<Vec<CorunThread>, ProtocolError> {
+    let mut per_cpu: BTreeMap<u32, u32> = BTreeMap::new();
+    for &(_, cpu) in threads {
+        *per_cpu.entry(cpu).or_insert(0) += 1;
+    }
+    let turns = per_cpu.values().copied().max().unwrap_or(1);
+    let window = if turns > 1 {
+        let round = turns as f64 * proto.quantum_cycles as f64;
+        Window::Cycles {
+            start: round,
+            end: round * (1 + proto.timeshare_rounds.max(1)) as f64,
+        }
+    } else {
+        Window::Instructions
+    };
     let mut copies: BTreeMap<&str, u32> = BTreeMap::new();
     let mut solos = Vec::new();
     for &(w, cpu) in threads {
         let copy = copies.entry(w.name()).or_insert(0);
-        solos.push(solo(machine, w, *copy, cpu, proto)?);
+        solos.push(match window {
+            Window::Instructions => solo(machine, w, *copy, cpu, proto)?,
+            Window::Cycles { .. } => solo_for(machine, w, *copy, cpu, proto, Placement::Timeshare)?,
+        });
         *copy += 1;
     }
-    let r = run_together(machine, threads, proto, Window::Instructions)?;
+    let r = run_together(machine, threads, proto, window)?;
     Ok(r.threads
         .into_iter()
         .zip(solos)
         .map(|(together, solo)| CorunThread {
-            pr: solo.elapsed_cycles() / together.elapsed_cycles(),
+            pr: performance_ratio(window, &solo, &together),
             together,
             solo,
         })
         .collect())
+}
+
+/// A thread's PR over `window`: for the same instructions, its solo time over its co-run time;
+/// for the same time, its co-run rate over its solo rate.
+fn performance_ratio(window: Window, solo: &ThreadResult, together: &ThreadResult) -> f64 {
+    match window {
+        Window::Instructions => solo.elapsed_cycles() / together.elapsed_cycles(),
+        Window::Cycles { .. } => together.ipc() / solo.ipc(),
+    }
 }
 
 /// Where `threads` threads go when no CPUs are named: two on the sibling threads of a core if
@@ -322,12 +352,7 @@ fn solo_rates(solo: &ThreadResult, placement: Placement, proto: &Protocol) -> Op
 }
 
 fn pair_outcome(r: &RunResult, window: Window, solo: [&ThreadResult; 2]) -> PairOutcome {
-    let pr = |i: usize| match window {
-        // Same instructions: solo time over co-run time.
-        Window::Instructions => solo[i].elapsed_cycles() / r.threads[i].elapsed_cycles(),
-        // Same time: co-run rate over solo rate.
-        Window::Cycles { .. } => r.threads[i].ipc() / solo[i].ipc(),
-    };
+    let pr = |i: usize| performance_ratio(window, solo[i], &r.threads[i]);
     PairOutcome {
         pr: [pr(0), pr(1)],
         window: [r.threads[0].window, r.threads[1].window],
