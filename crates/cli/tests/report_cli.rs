@@ -833,6 +833,38 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
         &smtsched(d, &twice),
         &["--only: thesis-set-a is named twice"],
     );
+    // Mistakes in an experiment file that only running it would meet are found before the
+    // first experiment runs, named with the file: an unknown workload in a configuration, a
+    // claim comparing a policy that does not run, another experiment of the same name.
+    let http = include_str!("../../../experiments/thesis-http.toml");
+    let set_b = include_str!("../../../experiments/usenix05-set-b.toml");
+    let mistakes = [
+        (
+            "w.toml",
+            http.replacen("name = \"thesis-http\"", "name = \"w\"", 1)
+                .replace("apache13-bulk-like", "apache13-bulk"),
+            "w.toml: config \"UP\": unknown workload \"apache13-bulk\"",
+        ),
+        (
+            "p.toml",
+            set_b
+                .replacen("name = \"usenix05-set-b\"", "name = \"p\"", 1)
+                .replacen("higher = \"plan3\"", "higher = \"plan\"", 1),
+            "p.toml: paper.claim[0].higher = \"plan\": not one of the policies run",
+        ),
+        (
+            "thesis-http.toml",
+            http.to_string(),
+            "--only: thesis-http.toml is another experiment named thesis-http",
+        ),
+    ];
+    for (file, text, says) in mistakes {
+        std::fs::write(d.join(file), text).unwrap();
+        let list = format!("thesis-http,{file}");
+        let o = smtsched(d, &["reproduce", "all", "--only", &list, "-o", "rep"]);
+        assert_bad_input(&o, &[says]);
+        std::fs::remove_file(d.join(file)).unwrap();
+    }
     let left: Vec<_> = std::fs::read_dir(d)
         .unwrap()
         .flatten()

@@ -435,11 +435,7 @@ pub fn run(
     common: &Common,
     progress: &(dyn Fn() + Sync),
 ) -> Result<ConfigResults, String> {
-    let variants: Vec<Option<&Variant>> = if spec.variants.is_empty() {
-        vec![None]
-    } else {
-        spec.variants.iter().map(Some).collect()
-    };
+    let variants = rows(spec);
     // Cells that run the same workloads on the same machine and kernel build share one oracle
     // per repetition (its memo), so a situation common to them is simulated once a repetition;
     // the groups run in parallel.
@@ -488,6 +484,52 @@ pub fn run(
         configs: spec.configs.iter().map(|c| c.name.clone()).collect(),
         cells,
     })
+}
+
+/// The rows: each variant, or one row of the set as it is.
+fn rows(spec: &ConfigurationsSpec) -> Vec<Option<&Variant>> {
+    if spec.variants.is_empty() {
+        vec![None]
+    } else {
+        spec.variants.iter().map(Some).collect()
+    }
+}
+
+/// What a run would find wrong only when it reached a cell: each configuration's machine and
+/// workloads, and a simulator built (not run) for each cell, which checks its CPUs, devices and
+/// interrupts.
+pub fn check(spec: &ConfigurationsSpec, set: &TaskSetSpec, common: &Common) -> Result<(), String> {
+    for v in rows(spec) {
+        for c in &spec.configs {
+            let at = |e: String| format!("config {:?}: {e}", c.name);
+            let s = configured(set, c, v);
+            let machine = c.machine.as_deref().unwrap_or(common.machine);
+            let m = load_machine(machine, common.overrides).map_err(|e| at(e.to_string()))?;
+            s.oracle_profiles().map_err(|e| at(e.to_string()))?;
+            s.validate().map_err(at)?;
+            let cfg = cell_config(spec, common, c, common.seed).map_err(at)?;
+            OsSim::new(&m, &crate::run::InputsOnly, &s, Box::new(Naive), cfg).map_err(at)?;
+        }
+    }
+    Ok(())
+}
+
+/// The simulation settings of configuration `c`'s cell for repetition seed `seed`.
+fn cell_config(
+    spec: &ConfigurationsSpec,
+    common: &Common,
+    c: &Configuration,
+    seed: u64,
+) -> Result<SimConfig, String> {
+    let mut cfg = SimConfig::new(common.baseline, common.duration_s, seed);
+    cfg.stagger_s = spec.stagger_s;
+    cfg.cpus = c
+        .cpus
+        .as_deref()
+        .map(CpuSet::parse)
+        .transpose()
+        .map_err(|e| e.to_string())?;
+    Ok(cfg)
 }
 
 /// What an oracle is built from.
@@ -541,20 +583,11 @@ fn run_cell(
     let at = |e: String| format!("config {:?}: {e}", c.name);
     job.set.validate().map_err(at)?;
     let clock = m.clock_ghz * 1e9;
-    let cpus = c
-        .cpus
-        .as_deref()
-        .map(CpuSet::parse)
-        .transpose()
-        .map_err(|e| at(e.to_string()))?;
     let values = oracles
         .par_iter()
         .enumerate()
         .map(|(r, oracle)| {
-            let seed = common.seed + r as u64;
-            let mut cfg = SimConfig::new(common.baseline, common.duration_s, seed);
-            cfg.stagger_s = spec.stagger_s;
-            cfg.cpus = cpus.clone();
+            let cfg = cell_config(spec, common, c, common.seed + r as u64).map_err(at)?;
             let metrics = OsSim::new(m, oracle, &job.set, Box::new(Naive), cfg)
                 .map_err(at)?
                 .run();

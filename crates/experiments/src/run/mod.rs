@@ -13,6 +13,7 @@ mod windowed;
 use crate::experiment::{Experiment, ExperimentKind, Paper};
 use seeds::{metric_name, over_seeds, range_claims, SeedRun};
 use smtsched_model::{load_machine, MachineModel, ModelError, Override};
+use smtsched_os::oracle::{NoInterference, Occupant, Oracle, ThreadRate};
 use smtsched_os::sim::Baseline;
 use smtsched_os::PolicyName;
 use smtsched_report::verdict::{MeanInterval, Verdict};
@@ -192,6 +193,59 @@ pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcom
         seconds: started.elapsed().as_secs_f64(),
         cpu_seconds: None,
     })
+}
+
+/// Checks, before anything is simulated, what a run of `e` under `o` would otherwise find
+/// wrong only when it reached it (after the experiments before it in a suite had run): the
+/// machine and its overrides, every workload named, and for kinds that run the OS simulator
+/// the estimator, the claims' policies and a simulator built (not run) for each configuration.
+/// The errors are the run's own.
+pub fn check(e: &Experiment, o: &RunOptions) -> Result<(), RunError> {
+    let mut e = e.clone();
+    if let Some(list) = &o.policies {
+        e.policies = list.clone();
+    }
+    let m = machine_of(&e)?;
+    let set = e.task_set();
+    let scheduled = e
+        .cmt
+        .schedules
+        .iter()
+        .flat_map(|s| s.cores.iter().flatten());
+    for w in e.workloads.iter().chain(&e.cmt.spec_mix).chain(scheduled) {
+        set.workload_profile(w)?;
+    }
+    match e.kind {
+        ExperimentKind::Policies => policies::check(&e, &m, o),
+        ExperimentKind::Configurations => settings::check(&e, o),
+        _ => Ok(()),
+    }
+}
+
+/// The oracle of a simulator built only to check its inputs, never run: it answers as
+/// [`NoInterference`] does, and knows a pass over a server's request (a cycle), which building a
+/// set with clients asks for. Nothing it answers reaches a result.
+pub(crate) struct InputsOnly;
+
+impl Oracle for InputsOnly {
+    fn rates(&self, situation: &[Option<Occupant>]) -> Vec<Option<ThreadRate>> {
+        NoInterference.rates(situation)
+    }
+    fn phase_solo_cycles(&self, w: u32) -> Vec<f64> {
+        NoInterference.phase_solo_cycles(w)
+    }
+    fn refill_cycles(&self, w: u32) -> f64 {
+        NoInterference.refill_cycles(w)
+    }
+    fn solo_ipc(&self, o: Occupant) -> f64 {
+        NoInterference.solo_ipc(o)
+    }
+    fn pass_solo_cycles(&self, _: u32) -> Option<f64> {
+        Some(1.0)
+    }
+    fn describe(&self) -> String {
+        "inputs only (never run)".into()
+    }
 }
 
 /// [`run`] on a thread pool of `threads` threads of its own, so that the CPU time those threads

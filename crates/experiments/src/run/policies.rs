@@ -24,13 +24,7 @@ pub(super) fn run(
 ) -> Result<KindOutcome, RunError> {
     let set = e.task_set();
     let mut cfg = sim_config(e, o)?;
-    let spec = o
-        .estimator
-        .clone()
-        .or(e.estimator.clone())
-        .unwrap_or(Estimator::default_spec(m));
-    cfg.estimator = Estimator::from_spec(&spec, Some(m))
-        .map_err(|err| RunError::Bad(format!("--estimator {err}")))?;
+    cfg.estimator = estimator(e, m, o)?;
     let results = runs_until_decided(e, m, &cfg, o, p)?;
     let claims: Vec<ClaimOutcome> = e
         .paper
@@ -105,6 +99,50 @@ pub(super) fn run(
         claims,
         figures: speedup_figure(e, &results).into_iter().collect(),
     })
+}
+
+/// The estimator experiment `e` runs with under `o`.
+fn estimator(e: &Experiment, m: &MachineModel, o: &RunOptions) -> Result<Estimator, RunError> {
+    let spec = o
+        .estimator
+        .clone()
+        .or(e.estimator.clone())
+        .unwrap_or(Estimator::default_spec(m));
+    Estimator::from_spec(&spec, Some(m)).map_err(|err| RunError::Bad(format!("--estimator {err}")))
+}
+
+/// What a run of policies experiment `e` would find wrong only when it reached it: the
+/// estimator, a claim comparing a policy that does not run, and the task set on the machine (a
+/// simulator is built, not run: its CPUs, devices and interrupts).
+pub(super) fn check(e: &Experiment, m: &MachineModel, o: &RunOptions) -> Result<(), RunError> {
+    estimator(e, m, o)?;
+    for (i, c) in e.paper.claims.iter().enumerate() {
+        let named = [
+            ("higher", c.higher),
+            ("than", c.than),
+            ("lowest", c.lowest),
+            ("highest", c.highest),
+        ];
+        for (field, p) in named {
+            if let Some(p) = p.filter(|p| !e.policies.contains(p)) {
+                return Err(RunError::Bad(format!(
+                    "paper.claim[{i}].{field} = {:?}: not one of the policies run ({})",
+                    p.to_string(),
+                    e.policies
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    }
+    let set = e.task_set();
+    set.oracle_profiles()?;
+    let naive = Box::new(smtsched_os::policy::Naive);
+    smtsched_os::sim::OsSim::new(m, &super::InputsOnly, &set, naive, sim_config(e, o)?)
+        .map_err(RunError::Bad)?;
+    Ok(())
 }
 
 /// The simulation settings of experiment `e` under `o` (its estimator aside).

@@ -18,20 +18,7 @@ pub(super) fn run(
     let set = e.task_set();
     let spec = &e.configurations;
     let overrides: Vec<Override> = e.set.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
-    let common = Common {
-        machine: &e.machine,
-        overrides: &overrides,
-        baseline: e.baseline,
-        duration_s: o.duration_s.unwrap_or(e.duration_s),
-        seed: o.seed,
-        repetitions: repetitions(e, o)?,
-    };
-    if !(common.duration_s > spec.stagger_s && common.duration_s.is_finite()) {
-        return Err(RunError::Bad(format!(
-            "--duration {}: must be longer than the experiment's stagger_s {}",
-            common.duration_s, spec.stagger_s
-        )));
-    }
+    let common = common(e, o, &overrides)?;
     let cells = spec.configs.len() * spec.variants.len().max(1);
     let run = |c: &Common| -> Result<ConfigResults, RunError> {
         p.begin(
@@ -109,6 +96,37 @@ pub(super) fn run(
 
 /// What a configurations claim bounds in `row`: `response_time plain / hyperthreaded`, with
 /// ` in ROW` and ` over ROW` where it names rows.
+/// What the cells of `e` share under `o`, checked.
+fn common<'a>(
+    e: &'a Experiment,
+    o: &RunOptions,
+    overrides: &'a [Override],
+) -> Result<Common<'a>, RunError> {
+    let common = Common {
+        machine: &e.machine,
+        overrides,
+        baseline: e.baseline,
+        duration_s: o.duration_s.unwrap_or(e.duration_s),
+        seed: o.seed,
+        repetitions: repetitions(e, o)?,
+    };
+    if !(common.duration_s > e.configurations.stagger_s && common.duration_s.is_finite()) {
+        return Err(RunError::Bad(format!(
+            "--duration {}: must be longer than the experiment's stagger_s {}",
+            common.duration_s, e.configurations.stagger_s
+        )));
+    }
+    Ok(common)
+}
+
+/// What a run of configurations experiment `e` would find wrong only when it reached a cell
+/// (see [`configurations::check`]).
+pub(super) fn check(e: &Experiment, o: &RunOptions) -> Result<(), RunError> {
+    let overrides: Vec<Override> = e.set.iter().map(|s| s.parse()).collect::<Result<_, _>>()?;
+    configurations::check(&e.configurations, &e.task_set(), &common(e, o, &overrides)?)
+        .map_err(RunError::Bad)
+}
+
 fn ratio_of(c: &configurations::RatioClaim, row: &str) -> String {
     let mut of = format!("{} {}", super::metric_name(&c.metric), c.ratio.join(" / "));
     if !row.is_empty() {

@@ -10,10 +10,10 @@ use super::report::{report, summary_table, write_report, Ran};
 use super::run_options;
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
 use smtsched_experiments::progress::ShardRun;
-use smtsched_experiments::run::{run_on_own_threads, Outcome, RunOptions};
+use smtsched_experiments::run::{check, run_on_own_threads, Outcome, RunOptions};
 use smtsched_experiments::shards::Shard;
 use smtsched_experiments::suite::{merge, read_shard, Suite, SuiteShard, SUITE_PROGRESS_FORMAT};
 use std::path::{Path, PathBuf};
@@ -70,6 +70,10 @@ impl AllPlan {
             )));
         }
         let options = run_options(&a);
+        // Every experiment is checked before the first runs (or a script is written for them).
+        for (e, name) in experiments.iter().zip(&names) {
+            check(e, &options).with_context(|| name.clone())?;
+        }
         let suite = Suite::new(names, &options);
         if a.slurm {
             return slurm(&a, &suite, &options).map(AllPlan::Slurm);

@@ -7,9 +7,9 @@ use super::plan::Plan;
 use super::{check_outputs, out, write_file, Bars};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
-use smtsched_experiments::run::RunOptions;
+use smtsched_experiments::run::{check, RunOptions};
 use smtsched_report::Table;
 use std::path::PathBuf;
 
@@ -43,10 +43,12 @@ impl Plan for ReproducePlan {
             )));
         }
         let experiment = Box::new(load_experiment(name)?);
+        let options = run_options(&a);
+        check(&experiment, &options).with_context(|| name.to_string())?;
         check_outputs([a.output.as_deref()])?;
         Ok(ReproducePlan::One {
             experiment,
-            options: run_options(&a),
+            options,
             output: a.output,
             json: a.json,
         })
