@@ -20,20 +20,25 @@ pub struct Suite {
     /// The run options as text (they decide the results, so shards must agree on them).
     pub options: String,
     pub version: String,
+    /// A fingerprint of the experiments as loaded and of the files they name (machines,
+    /// traces): shards run with a file edited between them are of two runs.
+    #[serde(default)]
+    pub inputs: String,
     /// A fingerprint of all of the above.
     pub hash: String,
 }
 
 impl Suite {
-    pub fn new(experiments: Vec<String>, o: &RunOptions) -> Suite {
+    pub fn new(experiments: Vec<String>, o: &RunOptions, inputs: String) -> Suite {
         let options = format!("{o:?}");
         let version = env!("CARGO_PKG_VERSION").to_string();
-        let hash = fingerprint(&format!("{experiments:?}\n{options}\n{version}"));
+        let hash = fingerprint(&format!("{experiments:?}\n{options}\n{version}\n{inputs}"));
         Suite {
             experiments,
             seed: o.seed,
             options,
             version,
+            inputs,
             hash,
         }
     }
@@ -139,6 +144,9 @@ fn difference(b: &Suite, a: &Suite) -> Option<String> {
     if b.version != a.version {
         return Some(format!("smtsched {}, not {}", b.version, a.version));
     }
+    if b.inputs != a.inputs {
+        return Some("experiment, machine or trace files whose contents differ".into());
+    }
     let (fb, fa) = (fields(&b.options), fields(&a.options));
     let changed: Vec<String> = fb
         .iter()
@@ -177,7 +185,7 @@ mod tests {
     use super::*;
 
     fn suite(o: &RunOptions) -> Suite {
-        Suite::new(vec!["thesis-set-a".into()], o)
+        Suite::new(vec!["thesis-set-a".into()], o, String::new())
     }
 
     #[test]
@@ -196,11 +204,20 @@ mod tests {
             "seed: 2 (not seed: 1), full_json: true (not full_json: false)"
         );
         assert_eq!(difference(&a, &a), None);
-        let c = Suite::new(vec!["thesis-set-b".into()], &RunOptions::default());
+        let c = Suite::new(
+            vec!["thesis-set-b".into()],
+            &RunOptions::default(),
+            String::new(),
+        );
         assert_eq!(
             difference(&c, &a).unwrap(),
             "other experiments (thesis-set-b, not thesis-set-a)"
         );
+        // The same experiments and options, a file they name edited between the shards.
+        let edited = Suite::new(a.experiments.clone(), &RunOptions::default(), "f2".into());
+        let d = difference(&edited, &suite(&RunOptions::default())).unwrap();
+        assert!(d.contains("files whose contents differ"), "{d}");
+        assert_ne!(edited.hash, suite(&RunOptions::default()).hash);
         assert_eq!(
             fields("R { a: Some([x, y]), b: 1 }"),
             ["a: Some([x, y])", "b: 1"]

@@ -110,8 +110,9 @@ fn default_baseline() -> Baseline {
     Baseline::Modern
 }
 
-/// Which sweep a result belongs to: its name and a hash of its canonical text, so shards of
-/// another sweep (or of an edited file) are never merged.
+/// Which sweep a result belongs to: its name and a hash of its canonical text and of the
+/// machines and workloads it loaded, so shards of another sweep (or of an edited sweep, machine
+/// or workload file) are never merged.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SweepId {
     pub name: String,
@@ -343,9 +344,11 @@ impl Sweep {
             return Err(format!("{total} jobs: a sweep may have at most {MAX_JOBS}"));
         }
         let canonical = toml::to_string(&spec).map_err(|e| e.to_string())?;
+        // The machines and workloads as loaded too: shards run with a machine file edited
+        // between them are of two sweeps, and never merged.
         let id = SweepId {
             name: spec.name.clone(),
-            hash: fingerprint(&canonical),
+            hash: fingerprint(&format!("{canonical}\n{loaded}")),
         };
         Ok(Sweep {
             spec,

@@ -74,7 +74,8 @@ impl AllPlan {
         for (e, name) in experiments.iter().zip(&names) {
             check(e, &options).with_context(|| name.clone())?;
         }
-        let suite = Suite::new(names, &options);
+        // The experiments as loaded and the files they name: one edited since is another run.
+        let suite = Suite::new(names, &options, inputs_fingerprint(&experiments)?);
         if a.slurm {
             return slurm(&a, &suite, &options).map(AllPlan::Slurm);
         }
@@ -238,16 +239,13 @@ impl RunAll {
             .iter()
             .map(|(i, _)| *i)
             .collect();
-        // The experiments as loaded and the files they name: an experiment, machine or trace
-        // file edited since is another run.
-        let inputs = inputs_fingerprint(&self.experiments)?;
         let run = KeptRun {
             format: SUITE_PROGRESS_FORMAT,
             run: ShardRun {
                 run: self.suite.clone(),
                 shard: self.shard,
             },
-            inputs,
+            inputs: self.suite.inputs.clone(),
             places: &places,
             unit: "experiment(s)",
         };
