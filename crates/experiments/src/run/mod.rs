@@ -198,14 +198,11 @@ pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcom
 /// Checks, before anything is simulated, what a run of `e` under `o` would otherwise find
 /// wrong only when it reached it (after the experiments before it in a suite had run): the
 /// machine and its overrides, every workload named, and for kinds that run the OS simulator
-/// the estimator, the claims' policies and a simulator built (not run) for each configuration.
+/// the estimator, the claims' policies (the file's own list: `--policies` may run fewer, and
+/// their claims are then undecided) and a simulator built (not run) for each configuration.
 /// The errors are the run's own.
 pub fn check(e: &Experiment, o: &RunOptions) -> Result<(), RunError> {
-    let mut e = e.clone();
-    if let Some(list) = &o.policies {
-        e.policies = list.clone();
-    }
-    let m = machine_of(&e)?;
+    let m = machine_of(e)?;
     let set = e.task_set();
     let scheduled = e
         .cmt
@@ -216,8 +213,8 @@ pub fn check(e: &Experiment, o: &RunOptions) -> Result<(), RunError> {
         set.workload_profile(w)?;
     }
     match e.kind {
-        ExperimentKind::Policies => policies::check(&e, &m, o),
-        ExperimentKind::Configurations => settings::check(&e, o),
+        ExperimentKind::Policies => policies::check(e, &m, o),
+        ExperimentKind::Configurations => settings::check(e, o),
         _ => Ok(()),
     }
 }
