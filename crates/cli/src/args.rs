@@ -280,7 +280,7 @@ pub struct BenchArgs {
     #[arg(long, short = 'w', default_value = "swim-like,mcf-like")]
     pub workloads: String,
     /// Instructions in each thread's window (the run simulates more: warm-up and overrun).
-    #[arg(long, default_value_t = 4_000_000)]
+    #[arg(long, default_value_t = 4_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub instructions: u64,
     /// Repetitions; the best is reported.
     #[arg(

@@ -158,9 +158,11 @@ impl KernelSpec {
                 self.kind.min_footprint()
             )));
         }
-        if self.footprint_bytes > 1 << 40 {
+        let limit = physical_memory_bytes().map_or(1 << 40, |m| m / 2);
+        if self.footprint_bytes > limit {
             return Err(HostError::bad(format!(
-                "{}: footprint {} bytes is implausibly large",
+                "{}: footprint {} bytes is more than half of this machine's memory ({limit} \
+                 bytes): the allocation would fail or push everything else out",
                 self.kind, self.footprint_bytes
             )));
         }
@@ -184,6 +186,18 @@ impl KernelSpec {
             rng,
         })
     }
+}
+
+/// The machine's physical memory, if the system says.
+fn physical_memory_bytes() -> Option<u64> {
+    // SAFETY: sysconf only reads system values.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (pages > 0 && page > 0).then(|| pages as u64 * page as u64)
 }
 
 /// A kernel ready to run: its data is allocated and touched.

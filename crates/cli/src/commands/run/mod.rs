@@ -114,18 +114,30 @@ impl Plan for RunPlan {
     }
 }
 
-/// `--duration`, `--stagger` and `--hz` describe a run that can be simulated.
+/// Longest run simulated (as for a task's run, burst or children: time stays bounded).
+const MAX_DURATION_S: f64 = 1e6;
+/// Fastest timer tick (Linux builds use 100 to 1000 Hz).
+const MAX_HZ: f64 = 10_000.0;
+
+/// `--duration`, `--stagger` and `--hz` describe a run that can be simulated in bounded time.
 fn check_times(a: &RunArgs) -> Result<()> {
-    if !(a.duration > a.stagger && a.duration.is_finite()) || a.stagger < 0.0 {
+    if !(a.stagger >= 0.0) {
         return Err(bad_input(format!(
-            "--duration {}: must be a positive number of seconds longer than --stagger {}",
+            "--stagger {}: must be a number of seconds, 0 or more",
+            a.stagger
+        )));
+    }
+    if !(a.duration > a.stagger && a.duration <= MAX_DURATION_S) {
+        return Err(bad_input(format!(
+            "--duration {}: must be a number of seconds longer than --stagger {} and at most \
+             {MAX_DURATION_S:e}",
             a.duration, a.stagger
         )));
     }
     match a.hz {
-        Some(hz) if !(hz.is_finite() && hz > 0.0) => {
-            Err(bad_input(format!("--hz {hz}: must be a positive number")))
-        }
+        Some(hz) if !(hz >= 1.0 && hz <= MAX_HZ) => Err(bad_input(format!(
+            "--hz {hz}: must be 1 to {MAX_HZ} ticks a second"
+        ))),
         _ => Ok(()),
     }
 }
