@@ -366,7 +366,7 @@ fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
          size_bytes = 128\nweight = 1.0\n",
     )
     .unwrap();
-    let cases: [(&[&str], &[&str]); 7] = [
+    let cases: [(&[&str], &[&str]); 11] = [
         (
             &["solo", "slow.toml"],
             &["phase[0].ilp = 1e-300", "0.01 to 64"],
@@ -403,6 +403,26 @@ fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
         (
             &["run", "-t", "gzip-like", "--run-seconds", "inf"],
             &["run_seconds = inf"],
+        ),
+        (
+            &["run", "--duration", "1e12"],
+            &["--duration", "at most 1e6"],
+        ),
+        (
+            &["run", "--duration", "20", "--hz", "1e9"],
+            &["--hz 1000000000", "1 to 10000"],
+        ),
+        (&["bench", "--instructions", "0"], &["--instructions", "0"]),
+        // Above half of this machine's memory, whatever it has (less than 2000000 GiB).
+        (
+            &[
+                "host",
+                "kernel",
+                "pointer-chase",
+                "--footprint",
+                "1000000GiB",
+            ],
+            &["footprint", "half of this machine's memory"],
         ),
     ];
     for (args, needles) in cases {

@@ -121,7 +121,7 @@ const MAX_HZ: f64 = 10_000.0;
 
 /// `--duration`, `--stagger` and `--hz` describe a run that can be simulated in bounded time.
 fn check_times(a: &RunArgs) -> Result<()> {
-    if !(a.stagger >= 0.0) {
+    if a.stagger.is_nan() || a.stagger < 0.0 {
         return Err(bad_input(format!(
             "--stagger {}: must be a number of seconds, 0 or more",
             a.stagger
@@ -135,7 +135,7 @@ fn check_times(a: &RunArgs) -> Result<()> {
         )));
     }
     match a.hz {
-        Some(hz) if !(hz >= 1.0 && hz <= MAX_HZ) => Err(bad_input(format!(
+        Some(hz) if !(1.0..=MAX_HZ).contains(&hz) => Err(bad_input(format!(
             "--hz {hz}: must be 1 to {MAX_HZ} ticks a second"
         ))),
         _ => Ok(()),
