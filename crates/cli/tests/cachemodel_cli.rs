@@ -176,6 +176,30 @@ fn schedule_runs_informed_policies_and_measures_them() {
             );
         }
     }
+    // One thread on a machine of many contexts runs all the time, at most at its solo speed:
+    // its progress, and so the STP, is its PR, at most 1 (not scaled by the idle contexts).
+    let o = smtsched(
+        dir.path(),
+        &with_small(&[
+            "cachemodel",
+            "schedule",
+            "-w",
+            "mcf-like",
+            "--policies",
+            "naive",
+            "--duration",
+            "4",
+            "--moments",
+            "2",
+            "--json",
+        ]),
+    );
+    assert!(o.status.success(), "{}", util::stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let perf = &v["policies"][0]["perf"];
+    let stp = perf["stp"].as_f64().unwrap();
+    assert!(stp > 0.9 && stp <= 1.0 + 1e-9, "{perf}");
+    assert_eq!(perf["progress"][0].as_f64().unwrap(), stp);
     let o = smtsched(
         dir.path(),
         &with_small(&[

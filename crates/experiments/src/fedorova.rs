@@ -1035,11 +1035,12 @@ fn run_size(
         let summary = r.metrics.summary();
         let cpu_share = share_of(&r.metrics, n);
         let mut perf = aggregate(&items, &solo, false);
-        // Progress from the exact CPU shares (scaled to the busy contexts) and each thread's
-        // mean PR while running: in the sampled moments, else in any situation simulated.
+        // Progress from the exact CPU shares (scaled to the contexts that can be busy: all of
+        // them, or one per thread where there are fewer threads) and each thread's mean PR
+        // while running: in the sampled moments, else in any situation simulated.
         let busy: f64 = cpu_share.iter().sum();
         let scale = if busy > 0.0 {
-            contexts as f64 / busy
+            contexts.min(n) as f64 / busy
         } else {
             0.0
         };
