@@ -184,14 +184,14 @@ impl Agent {
         let core = CoreScheduling::probe();
         if needs.estimates && matches!(cfg.estimates, EstimateSource::None) {
             return Err(AgentError::bad(format!(
-                "policy {} needs PR estimates: give --matrix FILE (a measured PR matrix, each task labelled by its workload) or --model FILE (needs hardware counters)",
+                "policy {} needs PR estimates: give --matrix FILE (a measured PR matrix, each task labelled by its workload) or --estimator FILE (needs hardware counters)",
                 policy.name()
             )));
         }
         if let EstimateSource::Model(_) = &cfg.estimates {
             pmu.as_ref().map_err(|why| {
                 AgentError::Unsupported(format!(
-                    "--model needs hardware counters: {why}; use --matrix instead"
+                    "--estimator needs hardware counters: {why}; use --matrix instead"
                 ))
             })?;
         }

@@ -232,7 +232,10 @@ pub fn policy_table(results: &[PolicyRuns]) -> String {
         t.row([
             p.policy.clone(),
             shown(speedup),
-            speedup.map_or("-".to_string(), |(_, sd)| format!("{sd:.3}")),
+            // One repetition has no spread to show.
+            speedup
+                .filter(|_| s.len() > 1)
+                .map_or("-".to_string(), |(_, sd)| format!("{sd:.3}")),
             shown(mean(&|x| x.antt)),
             shown(mean(&|x| x.fairness)),
             shown(mean(&|x| x.pr_sd)),

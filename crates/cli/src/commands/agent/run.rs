@@ -34,7 +34,7 @@ impl Plan for AgentPlan {
         let estimates = match (&a.matrix, &a.model) {
             (Some(_), Some(_)) => {
                 return Err(bad_input(
-                    "--matrix and --model: give one source of estimates",
+                    "--matrix and --estimator: give one source of estimates",
                 ))
             }
             (Some(m), None) => EstimateSource::Matrix(std::sync::Arc::new(

@@ -159,7 +159,7 @@ fn profile(
         return Err(bad_input(
             "-o: no placement keeps the server and the load generator on different CPUs \
              (with the softirq on theirs), so their CPU time cannot be told apart; add \
-             one, e.g. -p table",
+             one, e.g. --placement table",
         ));
     }
     check_outputs([Some(path.as_path())])?;

@@ -29,7 +29,7 @@ pub enum TrainAction {
     /// Fit the performance-ratio model by least squares and print the thesis's Table 3.8:
     /// coefficients, standard errors, p-values, mean events per 1000 cycles, importance, R².
     /// Insignificant features are dropped one at a time (reported); writes a model file that
-    /// `smtsched run --model` and `smtsched reproduce --model` load.
+    /// `smtsched run --estimator` and `smtsched reproduce --estimator` load.
     ///
     /// Example: smtsched train fit train.csv -o northwood.toml
     Fit(fit::FitArgs),
@@ -53,7 +53,7 @@ pub enum TrainAction {
     /// The estimator of a machine, fitted by the thesis's method (§3.4.1) on its simulation:
     /// training windows of the thesis's eight programs (3 runs of 100 windows each ordered
     /// pair), least squares, features dropped at p > 0.05, seed 1. `models/MACHINE.toml` is this
-    /// command's output, and `run` and `reproduce` use it by default (`--model machine`).
+    /// command's output, and `run` and `reproduce` use it by default (`--estimator machine`).
     ///
     /// Example: smtsched train model --machine northwood -o models/northwood.toml
     Model(model::ModelArgs),
