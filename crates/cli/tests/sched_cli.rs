@@ -203,4 +203,19 @@ fn bad_task_sets_are_refused_before_anything_runs() {
         &smtsched(d, &["measure", "sched", "cpu.toml", "--duration", "0"]),
         &["--duration"],
     );
+    // A saved report of another task set (as many tasks, others) is not compared with this one.
+    std::fs::write(d.join("one.toml"), "[[task]]\nworkload = \"gzip-like\"\n").unwrap();
+    std::fs::write(
+        d.join("other.json"),
+        r#"{"tasks": [{"task": "nice10", "nice": 10, "group": null, "block": null,
+            "real_share": 0.5}], "real": {"seconds": 4.0}}"#,
+    )
+    .unwrap();
+    assert_bad_input(
+        &smtsched(
+            d,
+            &["measure", "sched", "one.toml", "--replay", "other.json"],
+        ),
+        &["--replay other.json", "a report of another task set"],
+    );
 }

@@ -82,6 +82,28 @@ fn saved_run(path: &std::path::Path, set: &TaskSetSpec) -> Result<SchedRunResult
             set.tasks.len()
         )));
     }
+    // The report must be of this task set: each task's name, nice level, group and blocking,
+    // in order (a report of another set would be compared task by task with the wrong ones).
+    for (i, (saved, t)) in tasks.iter().zip(&set.tasks).enumerate() {
+        let block = t
+            .block
+            .as_ref()
+            .map(|b| format!("{}/{} ms", b.run_ms, b.wait_ms));
+        let here = serde_json::json!({
+            "task": t.display_name(), "nice": t.nice, "group": t.group, "block": block,
+        });
+        let there = serde_json::json!({
+            "task": saved["task"], "nice": saved["nice"], "group": saved["group"],
+            "block": saved["block"],
+        });
+        if here != there {
+            return Err(bad_input(format!(
+                "--replay {}: task {i} is {there}, the task set's is {here}: a report of another \
+                 task set",
+                path.display()
+            )));
+        }
+    }
     let real = &v["real"];
     let seconds = real["seconds"]
         .as_f64()
