@@ -269,6 +269,11 @@ fn validate(cfg: &SchedRunConfig) -> Result<()> {
 pub fn run(cfg: &SchedRunConfig, stop: &Shutdown) -> Result<SchedRunResult> {
     validate(cfg)?;
     let controller = if cfg.groups.is_empty() {
+        // No groups of its own; still, a killed run's groups go (as the README promises of the
+        // next run, whichever set it runs).
+        if let Ok(c) = CpuController::detect() {
+            c.remove_stale();
+        }
         None
     } else {
         Some(CpuController::detect().map_err(|e| {
