@@ -391,7 +391,7 @@ fn histogram(models: &Models, w: &dyn Workload) -> Result<String> {
     );
     s.push_str(&histogram_table(&t.hist));
     s.push_str(&format!(
-        "\n{} numbers ({} bytes stored); {} model on {}: L1D ({:.0} lines) {:.4}, L{} ({:.0} lines) {:.4} misses per reference; simulated alone: L1D {:.4}, L2 {:.4}\n",
+        "\n{} entries ({} bytes stored); {} model on {}: L1D ({:.0} lines) {:.4}, L{} ({:.0} lines) {:.4} misses per reference; simulated alone: L1D {:.4}, L2 {:.4}\n",
         t.hist.points.len() + 1,
         t.hist.stored_bytes(),
         solver.as_str(),
