@@ -442,8 +442,12 @@ pub struct ReproduceArgs {
     /// outcomes to `-o FILE` for `--merge`.
     #[arg(long, value_name = "I/N", conflicts_with_all = ["merge", "slurm"])]
     pub shard: Option<smtsched_experiments::shards::Shard>,
-    /// With `all`: merge every shard's file into the report one run writes (`-o DIR`).
-    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with = "slurm")]
+    /// With `all`: merge every shard's file into the report one run writes (`-o DIR`); the
+    /// shards' options decide the results, so run options are refused here.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = [
+        "slurm", "only", "repetitions", "max_repetitions", "duration", "seed", "model", "baseline",
+        "policies", "json",
+    ])]
     pub merge: Vec<std::path::PathBuf>,
     /// With `all`: write a script that submits the experiments to Slurm as a job array of
     /// `--shards` shards and a merge job writing the report into `--dir`/report (script to `-o`
