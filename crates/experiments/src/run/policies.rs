@@ -185,11 +185,13 @@ fn runs_until_decided(
     let mut results = sim(cfg, reps)?;
     let mut done = reps;
     let cap = super::cap(e, o).max(reps);
+    // Only an interval that straddles its bound can narrow with more seeds: a value missing
+    // from a repetition (a task that never completed a run) stays missing.
     let undecided = |r: &[PolicyRuns]| {
-        e.paper
-            .claims
-            .iter()
-            .any(|c| judge(c, r).verdict == Verdict::Inconclusive)
+        e.paper.claims.iter().any(|c| {
+            let j = judge(c, r);
+            j.verdict == Verdict::Inconclusive && j.difference.is_some()
+        })
     };
     while done < cap && undecided(&results) {
         let more = done.min(cap - done);

@@ -32,10 +32,13 @@ pub(super) fn run(
     };
     let mut r = run(&common)?;
     let cap = super::cap(e, o).max(common.repetitions) as usize;
+    // Only intervals can narrow with more seeds: a value missing from a repetition stays
+    // missing.
     let undecided = |r: &ConfigResults| {
-        spec.claims
-            .iter()
-            .any(|c| r.judge(c).verdict == Verdict::Inconclusive)
+        spec.claims.iter().any(|c| {
+            let j = r.judge(c);
+            j.verdict == Verdict::Inconclusive && j.rows.iter().all(|(_, i)| i.is_some())
+        })
     };
     while r.repetitions() < cap && undecided(&r) {
         let done = r.repetitions();
