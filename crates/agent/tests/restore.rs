@@ -76,18 +76,24 @@ fn touched_record(pid: i32, start_time: u64, original: Settings, touched: Touche
     }
 }
 
-#[test]
-fn changed_settings_are_put_back_as_recorded() {
-    let s = sleeper();
-    let pid = s.0.id() as i32;
-    let (aff, nice, policy, start) = kernel_view(pid);
-    let original = Settings {
+/// What the agent would record of `pid` now.
+fn settings_now(pid: i32) -> Settings {
+    let (aff, nice, policy, _) = kernel_view(pid);
+    Settings {
         affinity: CpuSet::parse(&aff).unwrap(),
         nice,
         policy,
         cgroup: None,
         core_cookie: None,
-    };
+    }
+}
+
+#[test]
+fn changed_settings_are_put_back_as_recorded() {
+    let s = sleeper();
+    let pid = s.0.id() as i32;
+    let (aff, nice, policy, start) = kernel_view(pid);
+    let original = settings_now(pid);
     // Change everything the agent changes: one CPU, SCHED_IDLE, nice 7.
     let first = online().first().unwrap();
     let one = CpuSet::from_iter([first]);
@@ -112,14 +118,8 @@ fn changed_settings_are_put_back_as_recorded() {
 fn only_what_the_agent_changed_is_put_back() {
     let s = sleeper();
     let pid = s.0.id() as i32;
-    let (aff, nice, policy, start) = kernel_view(pid);
-    let original = Settings {
-        affinity: CpuSet::parse(&aff).unwrap(),
-        nice,
-        policy,
-        cgroup: None,
-        core_cookie: None,
-    };
+    let (aff, _, policy, start) = kernel_view(pid);
+    let original = settings_now(pid);
     let first = online().first().unwrap();
     assert_eq!(
         control::set_affinity(pid, &CpuSet::from_iter([first])),
