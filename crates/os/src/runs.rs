@@ -313,13 +313,12 @@ pub fn task_table(results: &[PolicyRuns]) -> String {
         std::iter::once("task PR".to_string()).chain(results.iter().map(|p| p.policy.clone())),
     );
     for (i, name) in names.iter().enumerate() {
+        // A mean over every repetition, or none: a mean of the repetitions in which the task
+        // completed a run would pass for the whole (the policy table notes what is missing).
         t.row(std::iter::once(name.clone()).chain(results.iter().map(|p| {
-            let v: Vec<f64> = p.runs.iter().filter_map(|r| r.per_bench[i].pr).collect();
-            if v.is_empty() {
-                "-".to_string()
-            } else {
-                format!("{:.3}", mean_sd(&v).0)
-            }
+            let v: Option<Vec<f64>> = p.runs.iter().map(|r| r.per_bench[i].pr).collect();
+            v.filter(|v| !v.is_empty())
+                .map_or("-".to_string(), |v| format!("{:.3}", mean_sd(&v).0))
         })));
     }
     t.render()
