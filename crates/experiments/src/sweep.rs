@@ -147,9 +147,6 @@ enum Variant {
 pub struct Sweep {
     pub spec: SweepSpec,
     pub id: SweepId,
-    /// A fingerprint of the machines and workloads as their files held them when loaded (the
-    /// sweep file's text is in `id`).
-    pub inputs: String,
     /// `[machine][set]`.
     machines: Vec<Vec<MachineModel>>,
     workloads: Vec<Vec<String>>,
@@ -318,7 +315,7 @@ impl Sweep {
             machines.push(per_set);
         }
         let mut workloads = Vec::new();
-        // What the machine and workload files held, for `inputs`.
+        // What the machine and workload files held, for `id`.
         let mut loaded = format!("{machines:?}\n");
         for list in &spec.workloads {
             let names = expand_workload_list(list);
@@ -353,7 +350,6 @@ impl Sweep {
         Ok(Sweep {
             spec,
             id,
-            inputs: fingerprint(&loaded),
             machines,
             workloads,
             variants,

@@ -195,8 +195,9 @@ fn kept_beside(
             run: sweep.id.clone(),
             shard,
         },
-        // The loaded machines and workloads, and any file the sweep file names (a trace).
-        inputs: inputs_fingerprint(&(&sweep.inputs, &sweep.spec))?,
+        // Any file the sweep file names (a trace); the loaded machines and workloads are in
+        // the sweep's id.
+        inputs: inputs_fingerprint(&sweep.spec)?,
         places,
         unit: "job(s)",
     };
