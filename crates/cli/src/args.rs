@@ -114,7 +114,8 @@ pub struct PlotArgs {
         long = "timeline-seconds",
         alias = "seconds",
         default_value_t = 2.0,
-        value_name = "TIMELINE_SECONDS"
+        value_name = "TIMELINE_SECONDS",
+        value_parser = positive_seconds
     )]
     pub timeline_seconds: f64,
 }
@@ -310,12 +311,13 @@ pub struct RunArgs {
         default_value = "gzip-like,crafty-like,swim-like,art-like"
     )]
     pub tasks: String,
-    /// Policies to compare, comma-separated: naive, basic, tryhard, plan, plan3, fair, ipc, sos, optimal.
+    /// Policies to compare, comma-separated.
     #[arg(
         long,
         short = 'p',
         value_delimiter = ',',
-        default_value = "naive,basic,tryhard,plan,fair,ipc"
+        default_value = "naive,basic,tryhard,plan,fair,ipc",
+        value_parser = policy_name()
     )]
     pub policies: Vec<smtsched_os::PolicyName>,
     /// Base scheduler: linux24 (the thesis's 2.4.19, steered by the thesis policies' goodness
@@ -374,7 +376,7 @@ pub struct RunArgs {
     /// Write that timeline as an SVG (the first `--timeline-seconds` seconds).
     #[arg(long, value_name = "FILE")]
     pub timeline_svg: Option<std::path::PathBuf>,
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
     pub timeline_seconds: f64,
     /// Write that schedule as a Perfetto trace (Chrome trace-event JSON: a track per CPU, a
     /// slice per task run, a counter track per task's PR estimates; open in ui.perfetto.dev).
@@ -424,7 +426,7 @@ pub struct ReproduceArgs {
     #[arg(long)]
     pub baseline: Option<smtsched_os::Baseline>,
     /// Override the experiment's policies (comma-separated).
-    #[arg(long, short = 'p', value_delimiter = ',')]
+    #[arg(long, short = 'p', value_delimiter = ',', value_parser = policy_name())]
     pub policies: Option<Vec<smtsched_os::PolicyName>>,
     /// Print JSON; with `all`, the report's JSON holds every run, not only their summaries.
     #[arg(long)]
@@ -455,7 +457,7 @@ pub struct ReproduceArgs {
     #[arg(long, requires_all = ["shards", "dir"])]
     pub slurm: bool,
     /// With `--slurm`: how many shards.
-    #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(long, requires = "slurm", value_parser = clap::value_parser!(u32).range(1..))]
     pub shards: Option<u32>,
     /// With `--slurm`: where shard files, logs and the report go.
     #[arg(long, requires = "slurm", value_name = "DIR")]
@@ -478,6 +480,23 @@ fn fraction(text: &str) -> Result<f64, String> {
     } else {
         Err(format!("{text} is not a fraction from 0 to 1"))
     }
+}
+
+/// A length of time in seconds, above 0 and finite (a drawing of no time is empty).
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        Ok(_) => Err(format!("{text} is not a number of seconds above 0")),
+        Err(_) => Err(format!("{text:?} is not a number")),
+    }
+}
+
+/// Policy names, every one the simulator has listed in `--help` (from the one list it keeps).
+pub(crate) fn policy_name() -> impl clap::builder::TypedValueParser<Value = smtsched_os::PolicyName>
+{
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(smtsched_os::ALL_POLICIES.iter().map(|p| p.as_str()))
+        .map(|s| s.parse().expect("a possible value"))
 }
 
 /// The files a PR matrix is written to, the same for the simulated (`matrix`) and the measured

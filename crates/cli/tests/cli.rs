@@ -431,6 +431,123 @@ fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
     }
 }
 
+/// Inputs that would do nothing, or something other than asked, are refused before any work,
+/// each in one line naming what is wrong; nothing is written.
+#[test]
+fn options_that_would_change_nothing_or_name_the_wrong_thing_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A recorded trace where a description belongs: the header a trace file starts with.
+    std::fs::write(d.join("t.smtt"), b"SMTTRACE\x01\x00\x00\x00\xff\xfe").unwrap();
+    let cases: [(&[&str], &[&str]); 11] = [
+        // Overrides that no part of the experiment takes.
+        (
+            &["reproduce", "thesis-http", "--estimator", "thesis"],
+            &["thesis-http", "--estimator", "\"configurations\""],
+        ),
+        (
+            &["reproduce", "thesis-desktop", "--duration", "20"],
+            &["--duration", "\"pairs\""],
+        ),
+        (
+            &[
+                "reproduce",
+                "all",
+                "--only",
+                "thesis-http,thesis-desktop",
+                "--policies",
+                "naive",
+            ],
+            &["--policies", "none of the experiments"],
+        ),
+        // An override's bad value is the override's, not the machine file's.
+        (
+            &["solo", "gzip-like", "--set", "clock_ghz=nan"],
+            &["--set clock_ghz=nan", "clock_ghz"],
+        ),
+        (
+            &["workloads", "show", "t.smtt"],
+            &["t.smtt", "a recorded trace"],
+        ),
+        // Nothing to measure or draw.
+        (
+            &["host", "counters", "--pid", "1", "--duration-ms", "0"],
+            &["--duration-ms", "0"],
+        ),
+        (
+            &["plot", "x.json", "--timeline-seconds", "0"],
+            &["--timeline-seconds", "above 0"],
+        ),
+        (
+            &[
+                "trace",
+                "record",
+                "--max-instructions",
+                "0",
+                "-o",
+                "x.smtt",
+                "--",
+                "true",
+            ],
+            &["--max-instructions", "0"],
+        ),
+        // A man page directory's missing parent is not made.
+        (&["man", "-o", "nodir/pages"], &["no directory nodir"]),
+        // More shards than experiments (or jobs): some would have nothing to run.
+        (
+            &[
+                "reproduce",
+                "all",
+                "--only",
+                "fedorova-cpi,fedorova-l1",
+                "--slurm",
+                "--shards",
+                "3",
+                "--dir",
+                "out",
+            ],
+            &["--shards 3", "2 experiments"],
+        ),
+        (
+            &["run", "-p", "naive,no-such-policy"],
+            &["no-such-policy", "core-sched"],
+        ),
+    ];
+    for (args, needles) in cases {
+        assert_bad_input(&smtsched(d, args), needles);
+    }
+    let mut left: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["t.smtt"], "nothing written");
+    // Every policy the simulator has is named in the help of the commands that take policies.
+    let help = smtsched(d, &["run", "--help"]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    for p in [
+        "naive",
+        "smt-default",
+        "basic",
+        "tryhard",
+        "plan",
+        "plan3",
+        "fair",
+        "ipc",
+        "sos",
+        "optimal",
+        "balance-set-perf",
+        "balance-set-fair",
+        "di",
+        "core-sched",
+    ] {
+        assert!(
+            help.contains(&format!(" {p},")) || help.contains(&format!(" {p}]")),
+            "{p}"
+        );
+    }
+}
+
 #[test]
 fn bench_measures_every_preset_scaling_and_memory_that_does_not_grow_with_the_run() {
     let dir = tempfile::tempdir().unwrap();

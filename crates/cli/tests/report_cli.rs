@@ -542,7 +542,7 @@ fn reproduce_all_in_shards_or_stopped_and_continued_gives_the_report_of_one_run(
     for (files, says) in [
         (
             vec!["s1.json", "t2.json"],
-            "t2.json: not a shard of the run s1.json is of: seed: 2 (not seed: 1)",
+            "t2.json: not a shard of the run s1.json is of: --seed 2 (not --seed 1)",
         ),
         (vec!["s1.json"], "shard 2/2 is missing"),
         (vec!["s1.json", "s1.json", "s2.json"], "shard 1/2 again"),
@@ -642,8 +642,14 @@ fn stopped_and_continued(d: &Path, only: &str, whole: &serde_json::Value) {
         )),
         "{err}"
     );
-    // Only what was left ran.
+    // Only what was left ran, each announced at its place in the whole run (`[2/3]`).
     assert_eq!(err.matches(" claim(s), ").count(), 3 - earlier, "{err}");
+    for (k, name) in only.split(',').enumerate() {
+        if err.contains(&format!("] {name} ...")) {
+            let place = format!("[{}/3] {name} ...", k + 1);
+            assert!(err.contains(&place), "{place}: {err}");
+        }
+    }
     let report = d.join("cont/report.json");
     assert_eq!(&untimed(&report), whole);
     let json: serde_json::Value =

@@ -553,3 +553,52 @@ fn runs_use_the_estimator_fitted_on_the_machine_unless_told_otherwise() {
         &["--estimator machine", "no estimator is fitted"],
     );
 }
+
+/// `train ablation` runs an experiment under each estimator with the same seeds: naive, which
+/// uses no estimates, has the same figures under all three; a window too short for the tasks to
+/// complete a run shows `-` and names them.
+#[test]
+fn ablation_keeps_naive_unchanged_and_names_tasks_without_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let model = repo.join("models/northwood.toml");
+    let ablation = |extra: &[&str]| {
+        let mut args = vec![
+            "train",
+            "ablation",
+            "--estimator",
+            model.to_str().unwrap(),
+            "--experiments",
+            "thesis-set-b",
+            "--repetitions",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let o = smtsched(d, &args);
+        assert!(o.status.success(), "{}", util::stderr(&o));
+        o
+    };
+    let v = util::json(&ablation(&["--json"]));
+    let rows = v["results"].as_array().unwrap();
+    let naive = rows.iter().find(|r| r["policy"] == "naive").unwrap();
+    for metric in ["system_speedup", "fairness"] {
+        let m = &naive[metric];
+        assert!(m["shipped"].as_f64().unwrap() > 0.0, "{m}");
+        assert_eq!(m["shipped"], m["trained"], "{metric}");
+        assert_eq!(m["shipped"], m["perfect"], "{metric}");
+    }
+    assert!(rows.iter().all(|r| r["missing"] == serde_json::json!([])));
+    // 11 s with a 10 s staggered start: one second, in which no task completes a run.
+    let text = stdout(&ablation(&["--duration", "11"]));
+    let note = text
+        .lines()
+        .find(|l| l.starts_with("- thesis-set-b naive: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let tasks = repo.join("experiments/thesis-set-b.toml");
+    let spec = std::fs::read_to_string(tasks).unwrap();
+    for line in spec.lines().filter(|l| l.starts_with("workload = ")) {
+        let w = line.trim_start_matches("workload = ").trim_matches('"');
+        assert!(note.contains(w), "{w}: {note}");
+    }
+}

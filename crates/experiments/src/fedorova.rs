@@ -27,7 +27,7 @@ use smtsched_os::metrics::Metrics;
 use smtsched_os::oracle::AnalyticOracle;
 use smtsched_os::policy::balance_set::CacheInputs;
 use smtsched_os::policy::PolicyInputs;
-use smtsched_os::sim::{Estimator as PrEstimator, OsSim, SimConfig};
+use smtsched_os::sim::{Baseline, Estimator as PrEstimator, OsSim, SimConfig};
 use smtsched_os::taskset::{TaskSetSpec, TaskSpec};
 use smtsched_os::PolicyName;
 use smtsched_report::Table;
@@ -1166,12 +1166,13 @@ fn l2(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, 
     let json = json_of(e, &sizes);
     let m = &ctxs[0].m;
     let mut s = format!(
-        "{} threads ({}) on {} ({} cores x {} contexts), Linux 2.4 scheduler seeing an {}-way multiprocessor; {} moments of each OS-simulated schedule simulated for {} cycles after {} of warm-up\n\n",
+        "{} threads ({}) on {} ({} cores x {} contexts), {} scheduler seeing an {}-way multiprocessor; {} moments of each OS-simulated schedule simulated for {} cycles after {} of warm-up\n\n",
         mix.threads.len(),
         e.workloads.iter().map(|w| w.trim_end_matches("-like")).collect::<Vec<_>>().join(" "),
         m.name,
         m.cores(),
         m.topology.threads_per_core,
+        scheduler_name(e.baseline),
         m.logical_cpus(),
         samples_of(e),
         window_of(e).measure_cycles,
@@ -1374,14 +1375,23 @@ fn sd(v: &[f64]) -> f64 {
     (v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0).max(1.0)).sqrt()
 }
 
+/// The base scheduler as the texts name it (the paper's default scheduler is Linux 2.4's).
+fn scheduler_name(b: Baseline) -> &'static str {
+    match b {
+        Baseline::Linux24 => "Linux 2.4",
+        Baseline::Modern => "present-day Linux",
+    }
+}
+
 fn balance_text(e: &Experiment, mix: &Mix, ctxs: &[SizeCtx], sizes: &[SizeResult]) -> String {
     let m = &ctxs[0].m;
     let n = mix.threads.len();
     let mut s = format!(
-        "{n} threads on {} ({} cores x {} contexts); default = Linux 2.4 seeing an {}-way multiprocessor.\nEmulation = the paper's method (each group of the schedule simulated for {} cycles after {} of warm-up, averaged); OS = the policy in the OS simulator, {} moments of its schedule simulated the same way.\n",
+        "{n} threads on {} ({} cores x {} contexts); default = {} seeing an {}-way multiprocessor.\nEmulation = the paper's method (each group of the schedule simulated for {} cycles after {} of warm-up, averaged); OS = the policy in the OS simulator, {} moments of its schedule simulated the same way.\n",
         m.name,
         m.cores(),
         m.topology.threads_per_core,
+        scheduler_name(e.baseline),
         m.logical_cpus(),
         window_of(e).measure_cycles,
         window_of(e).warmup_cycles,

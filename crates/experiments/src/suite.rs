@@ -17,7 +17,8 @@ pub struct Suite {
     pub experiments: Vec<String>,
     /// The first seed (the report shows it).
     pub seed: u64,
-    /// The run options as text (they decide the results, so shards must agree on them).
+    /// The run options as the command line spells them, one flag per line (they decide the
+    /// results, so shards must agree on them).
     pub options: String,
     pub version: String,
     /// A fingerprint of the experiments as loaded and of the files they name (machines,
@@ -30,7 +31,12 @@ pub struct Suite {
 
 impl Suite {
     pub fn new(experiments: Vec<String>, o: &RunOptions, inputs: String) -> Suite {
-        let options = format!("{o:?}");
+        let options: Vec<String> = o
+            .flags()
+            .into_iter()
+            .map(|(flag, value)| format!("{flag} {value}").trim_end().to_string())
+            .collect();
+        let options = options.join("\n");
         let version = env!("CARGO_PKG_VERSION").to_string();
         let hash = fingerprint(&format!("{experiments:?}\n{options}\n{version}\n{inputs}"));
         Suite {
@@ -147,37 +153,31 @@ fn difference(b: &Suite, a: &Suite) -> Option<String> {
     if b.inputs != a.inputs {
         return Some("experiment, machine or trace files whose contents differ".into());
     }
-    let (fb, fa) = (fields(&b.options), fields(&a.options));
-    let changed: Vec<String> = fb
-        .iter()
-        .zip(&fa)
-        .filter(|(x, y)| x != y)
-        .map(|(x, y)| format!("{x} (not {y})"))
-        .collect();
-    (b.options != a.options).then(|| changed.join(", "))
+    (b.options != a.options).then(|| flag_changes(&b.options, &a.options))
 }
 
-/// The `name: value` fields of a struct's debug text (`T { a: 1, b: Some([x, y]) }`), split at
-/// the commas outside brackets.
-fn fields(debug: &str) -> Vec<&str> {
-    let inner = debug
-        .split_once('{')
-        .and_then(|(_, r)| r.rsplit_once('}'))
-        .map_or(debug, |(i, _)| i);
-    let (mut out, mut depth, mut start) = (Vec::new(), 0i32, 0);
-    for (i, c) in inner.char_indices() {
-        match c {
-            '(' | '[' | '{' => depth += 1,
-            ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(inner[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
+/// How the flags of `b` (one per line, as [`Suite::options`]) differ from those of `a`: each
+/// changed, added or dropped flag, as `--seed 2 (not --seed 1)`, `--json (not given)` or `no
+/// --json (given)`.
+fn flag_changes(b: &str, a: &str) -> String {
+    let name = |f: &str| f.split_once(' ').map_or(f, |(n, _)| n).to_string();
+    let find = |all: &str, n: &str| all.lines().find(|f| name(f) == n).map(str::to_string);
+    let mut names: Vec<String> = Vec::new();
+    for n in b.lines().chain(a.lines()).map(name) {
+        if !names.contains(&n) {
+            names.push(n);
         }
     }
-    out.push(inner[start..].trim());
-    out
+    names
+        .iter()
+        .filter_map(|n| match (find(b, n), find(a, n)) {
+            (Some(x), Some(y)) if x != y => Some(format!("{x} (not {y})")),
+            (Some(x), None) => Some(format!("{x} (not given)")),
+            (None, Some(y)) => Some(format!("no {n} (given: {y})")),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -201,7 +201,7 @@ mod tests {
         });
         assert_eq!(
             difference(&b, &a).unwrap(),
-            "seed: 2 (not seed: 1), full_json: true (not full_json: false)"
+            "--seed 2 (not --seed 1), --json (not given)"
         );
         assert_eq!(difference(&a, &a), None);
         let c = Suite::new(
@@ -218,9 +218,20 @@ mod tests {
         let d = difference(&edited, &suite(&RunOptions::default())).unwrap();
         assert!(d.contains("files whose contents differ"), "{d}");
         assert_ne!(edited.hash, suite(&RunOptions::default()).hash);
+        // Options given in one run and not in the other are named as the command line spells
+        // them.
+        let reps = suite(&RunOptions {
+            repetitions: Some(2),
+            ..RunOptions::default()
+        });
+        let plain = suite(&RunOptions::default());
         assert_eq!(
-            fields("R { a: Some([x, y]), b: 1 }"),
-            ["a: Some([x, y])", "b: 1"]
+            difference(&plain, &reps).unwrap(),
+            "no --repetitions (given: --repetitions 2)"
+        );
+        assert_eq!(
+            difference(&reps, &plain).unwrap(),
+            "--repetitions 2 (not given)"
         );
     }
 }

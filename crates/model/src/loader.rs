@@ -83,17 +83,26 @@ pub const MAX_DESCRIPTION_BYTES: u64 = 16 << 20;
 /// Reads a description file of at most [`MAX_DESCRIPTION_BYTES`].
 fn read_bounded(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_DESCRIPTION_BYTES + 1)
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_DESCRIPTION_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("larger than {} MiB", MAX_DESCRIPTION_BYTES >> 20),
-        ));
+        .read_to_end(&mut bytes)?;
+    let invalid = |why: String| std::io::Error::new(std::io::ErrorKind::InvalidData, why);
+    if bytes.len() as u64 > MAX_DESCRIPTION_BYTES {
+        return Err(invalid(format!(
+            "larger than {} MiB",
+            MAX_DESCRIPTION_BYTES >> 20
+        )));
     }
-    Ok(text)
+    String::from_utf8(bytes).map_err(|e| {
+        // A recorded trace is the binary file users most often give where a TOML belongs.
+        let what = if e.as_bytes().starts_with(b"SMTTRACE") {
+            "a recorded trace (see `smtsched trace info`; `solo`, `corun` and `matrix` take it as a workload)"
+        } else {
+            "binary data"
+        };
+        invalid(format!("not a TOML description: {what}"))
+    })
 }
 
 /// One `key.path=value` override; the value is read as a TOML value, or as a string if it is not one.
@@ -154,10 +163,21 @@ pub fn parse<T: DeserializeOwned>(
         text: overrides[0].text.clone(),
         reason: e.to_string(),
     })?;
-    toml::from_str(&text).map_err(|e| {
-        let origin = Origin::Inline(format!("{} (with overrides)", source.origin));
-        ModelError::from_toml(&origin, &text, &e)
-    })
+    toml::from_str(&text)
+        .map_err(|e| ModelError::from_toml(&overridden(&source.origin, overrides), &text, &e))
+}
+
+/// Where a description with `overrides` applied came from, naming them: a value an override gave
+/// is then blamed on it, not on the file.
+pub fn overridden(origin: &Origin, overrides: &[Override]) -> Origin {
+    if overrides.is_empty() {
+        return origin.clone();
+    }
+    let sets: Vec<String> = overrides
+        .iter()
+        .map(|o| format!("--set {}", o.text))
+        .collect();
+    Origin::Inline(format!("{origin} with {}", sets.join(" ")))
 }
 
 fn apply(table: &mut toml::Table, o: &Override) -> Result<(), ModelError> {

@@ -545,6 +545,6 @@ pub fn machine_from_source(
     overrides: &[Override],
 ) -> Result<MachineModel, ModelError> {
     let m: MachineModel = loader::parse(source, overrides)?;
-    m.validate(&source.origin)?;
+    m.validate(&loader::overridden(&source.origin, overrides))?;
     Ok(m)
 }

@@ -714,6 +714,6 @@ pub fn workload_from_source(
     overrides: &[Override],
 ) -> Result<WorkloadProfile, ModelError> {
     let w: WorkloadProfile = loader::parse(source, overrides)?;
-    w.validate(&source.origin)?;
+    w.validate(&loader::overridden(&source.origin, overrides))?;
     Ok(w)
 }

@@ -54,7 +54,7 @@ fn bad_cache_geometry_names_field_and_value() {
     let e = bad_machine(&["cache.L1D.ways=0"]);
     assert_eq!(
         e,
-        "machines/northwood.toml: cache.L1D.ways = 0: must be at least 1"
+        "machines/northwood.toml with --set cache.L1D.ways=0: cache.L1D.ways = 0: must be at least 1"
     );
     let e = bad_machine(&["cache.L2.size_bytes=0"]);
     assert!(e.contains("cache.L2.size_bytes = 0"), "{e}");

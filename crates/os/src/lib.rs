@@ -17,6 +17,6 @@ pub use estimate::LinearModel;
 pub use matrix_estimate::MatrixEstimates;
 pub use metrics::{Metrics, Summary};
 pub use oracle::{MeasuredOracle, Occupant, Oracle, SimulatedOracle};
-pub use policy::{Policy, PolicyName};
+pub use policy::{Policy, PolicyName, ALL_POLICIES};
 pub use sim::{Baseline, Corunners, Estimator, EstimatorSpec, OsSim, SimConfig};
 pub use taskset::{TaskSetSpec, TaskSpec};

@@ -146,7 +146,8 @@ pub enum Action {
             long,
             short = 'p',
             value_delimiter = ',',
-            default_value = "naive,balance-set-perf,balance-set-fair,di"
+            default_value = "naive,balance-set-perf,balance-set-fair,di",
+            value_parser = crate::args::policy_name()
         )]
         policies: Vec<PolicyName>,
         /// Simulated seconds of each OS run.

@@ -2,9 +2,9 @@
 //! line's own definition so they never disagree with `--help`. No plan: `completions` takes
 //! nothing that can be wrong, and `man` checks its one directory before it writes.
 
+use super::output::{check_output_dir, make_output_dir};
 use super::{out, write_file};
 use crate::args::{Cli, CompletionsArgs, ManArgs};
-use crate::errors::bad_input;
 use anyhow::Result;
 use clap::CommandFactory;
 
@@ -16,14 +16,9 @@ pub fn completions(a: CompletionsArgs) -> Result<()> {
 }
 
 pub fn man(a: ManArgs) -> Result<()> {
-    if a.output.exists() && !a.output.is_dir() {
-        return Err(bad_input(format!(
-            "-o {}: not a directory",
-            a.output.display()
-        )));
-    }
-    std::fs::create_dir_all(&a.output)
-        .map_err(|e| bad_input(format!("-o {}: cannot create: {e}", a.output.display())))?;
+    // As every output directory: made if absent, its parents not (a typo is not a new tree).
+    check_output_dir(&a.output, "-o")?;
+    make_output_dir(&a.output, "-o")?;
     let cmd = Cli::command();
     let mut pages = vec![("smtsched".to_string(), cmd.clone())];
     for sub in cmd.get_subcommands() {

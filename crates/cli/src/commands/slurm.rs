@@ -27,16 +27,24 @@ pub(crate) struct Submission {
 }
 
 impl Submission {
-    /// Commands are `this executable` followed by each of `shard_args` and `merge_args`.
+    /// Commands are `this executable` followed by each of `shard_args` and `merge_args`; the
+    /// shards split `items` (counted as `unit`) among them.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: String,
         shards: u32,
+        (items, unit): (usize, &str),
         dir: &Path,
         shard_args: &[String],
         merge_args: &[&str],
         merge_output: &'static str,
         output: Option<PathBuf>,
     ) -> Result<Self> {
+        if shards as usize > items {
+            return Err(bad_input(format!(
+                "--shards {shards}: more than the {items} {unit} to run (a shard would have none)"
+            )));
+        }
         // The script makes --dir (mkdir -p) when it runs: only a file in its place is wrong now.
         if dir.exists() && !dir.is_dir() {
             return Err(bad_input(format!(

@@ -59,7 +59,7 @@ pub enum SweepAction {
         /// The sweep file (as for `sweep run`).
         file: PathBuf,
         /// Array tasks (shards).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
         shards: u32,
         /// Directory for shard files, logs and results.json (made if absent).
         #[arg(long, value_name = "DIR")]
@@ -132,6 +132,7 @@ impl Plan for SweepPlan {
                 SweepPlan::Slurm(Submission::new(
                     sweep.id.name.clone(),
                     shards,
+                    (sweep.jobs_total(), "jobs"),
                     &dir,
                     &["sweep".into(), "run".into(), file],
                     &["sweep", "merge"],

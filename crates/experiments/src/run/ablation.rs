@@ -16,6 +16,9 @@ pub struct AblationRow {
     pub policy: String,
     pub system_speedup: Vec<Option<f64>>,
     pub fairness: Vec<Option<f64>>,
+    /// Tasks that completed no run in the window in some repetition under some estimator
+    /// (their figures are then `None`: a figure over some of the tasks is not the set's).
+    pub missing: Vec<String>,
 }
 
 /// Runs every experiment under every estimator (the same seeds for each).
@@ -54,11 +57,18 @@ pub fn run(
         }
         for (k, &policy) in policies.iter().enumerate() {
             let of = |met| by_estimator.iter().map(|r| metric(&r[k], met)).collect();
+            let mut missing: Vec<String> = by_estimator
+                .iter()
+                .flat_map(|r| r[k].runs.iter().flat_map(|run| run.summary().missing))
+                .collect();
+            missing.sort();
+            missing.dedup();
             rows.push(AblationRow {
                 experiment: e.name.clone(),
                 policy: policy.to_string(),
                 system_speedup: of(PolicyMetric::SystemSpeedup),
                 fairness: of(PolicyMetric::Fairness),
+                missing,
             });
         }
     }

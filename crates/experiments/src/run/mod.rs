@@ -36,6 +36,49 @@ pub struct RunOptions {
     pub full_json: bool,
 }
 
+impl RunOptions {
+    /// The options given, as the command line spells them: each flag with its value (empty for
+    /// a switch). A run's identity in words: two runs' differences are told as these.
+    pub fn flags(&self) -> Vec<(&'static str, String)> {
+        let list = |p: &[PolicyName]| p.iter().map(|x| x.as_str()).collect::<Vec<_>>().join(",");
+        let mut f = vec![("--seed", self.seed.to_string())];
+        f.extend(self.duration_s.map(|d| ("--duration", d.to_string())));
+        f.extend(self.repetitions.map(|r| ("--repetitions", r.to_string())));
+        f.extend(
+            self.max_repetitions
+                .map(|r| ("--max-repetitions", r.to_string())),
+        );
+        f.extend(self.baseline.map(|b| ("--baseline", b.to_string())));
+        f.extend(self.policies.as_deref().map(|p| ("--policies", list(p))));
+        f.extend(
+            self.estimator
+                .as_ref()
+                .map(|e| ("--estimator", e.to_string())),
+        );
+        f.extend(self.full_json.then(|| ("--json", String::new())));
+        f
+    }
+
+    /// The overrides given that would change nothing in an experiment of `kind`, as their
+    /// flags: only kinds that run the OS simulator have a duration and a base scheduler, and
+    /// only a policies experiment has policies to choose and estimates to make.
+    pub fn not_applying(&self, kind: ExperimentKind) -> Vec<&'static str> {
+        use ExperimentKind as K;
+        let os_runs = matches!(kind, K::Policies | K::Configurations);
+        let baseline = os_runs || matches!(kind, K::FedorovaL2 | K::FedorovaBalanceSet);
+        [
+            ("--duration", self.duration_s.is_some(), os_runs),
+            ("--baseline", self.baseline.is_some(), baseline),
+            ("--policies", self.policies.is_some(), kind == K::Policies),
+            ("--estimator", self.estimator.is_some(), kind == K::Policies),
+        ]
+        .into_iter()
+        .filter(|&(_, given, applies)| given && !applies)
+        .map(|(flag, ..)| flag)
+        .collect()
+    }
+}
+
 /// How a run tells a person what it is doing: the CLI draws bars; tests and sweeps stay silent.
 pub trait Progress: Sync {
     /// A stage of `total` steps (counted in `unit`) begins; `label` says what runs.

@@ -38,8 +38,8 @@ pub enum AgentAction {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// The policy (see `smtsched run --help`); `naive` only observes.
-    #[arg(long, default_value = "naive")]
+    /// The policy; `naive` only observes.
+    #[arg(long, default_value = "naive", value_parser = crate::args::policy_name())]
     pub policy: PolicyName,
     /// Time between decisions, milliseconds.
     #[arg(long, default_value_t = 100.0)]

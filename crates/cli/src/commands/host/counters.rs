@@ -33,7 +33,7 @@ pub struct CountersArgs {
     #[arg(long = "cpus", alias = "cpu", value_name = "CPU")]
     pub cpu: Option<u32>,
     /// How long to count a --pid or a CPU (--cpus), in milliseconds.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub duration_ms: u64,
     /// Print JSON.
     #[arg(long)]

@@ -336,10 +336,16 @@ impl SchedPlan {
         ))?;
         out(&self.table(real, simulated).render())?;
         match &real.disturbed {
-            Some(why) => out(&format!(
-                "\nNo comparison: {why} in every one of {} attempt(s); the real shares above are not trustworthy.\n",
-                self.attempts
-            )),
+            Some(why) => {
+                // A replayed report does not say how many attempts it made.
+                let when = match self.real {
+                    Real::Measure(_) => format!("in every one of {} attempt(s)", self.attempts),
+                    Real::Replay(_) => "in the report replayed".to_string(),
+                };
+                out(&format!(
+                    "\nNo comparison: {why} {when}; the real shares above are not trustworthy.\n"
+                ))
+            }
             None => out(&format!(
                 "\nLargest difference: {:.1} percentage points.\n",
                 max_diff * 100.0

@@ -70,6 +70,24 @@ impl AllPlan {
             )));
         }
         let options = run_options(&a);
+        // An override is for the experiments it changes; one that changes none is a mistake.
+        let kinds: Vec<_> = experiments.iter().map(|e| e.kind).collect();
+        if let Some(flag) = options
+            .not_applying(kinds[0])
+            .into_iter()
+            .find(|f| kinds.iter().all(|&k| options.not_applying(k).contains(f)))
+        {
+            let mut spelled: Vec<String> = kinds
+                .iter()
+                .map(|&k| serde_json::to_value(k).unwrap_or_default().to_string())
+                .collect();
+            spelled.sort();
+            spelled.dedup();
+            return Err(bad_input(format!(
+                "{flag} would change none of the experiments chosen (of kind {})",
+                spelled.join(", ")
+            )));
+        }
         // Every experiment is checked before the first runs (or a script is written for them).
         for (e, name) in experiments.iter().zip(&names) {
             check(e, &options).with_context(|| name.clone())?;
@@ -148,6 +166,7 @@ fn slurm(a: &ReproduceArgs, suite: &Suite, options: &RunOptions) -> Result<Submi
     Submission::new(
         "smtsched-reproduce-all".into(),
         shards,
+        (suite.experiments.len(), "experiments"),
         dir,
         &shard_args,
         &["reproduce", "all", "--merge"],
@@ -156,29 +175,13 @@ fn slurm(a: &ReproduceArgs, suite: &Suite, options: &RunOptions) -> Result<Submi
     )
 }
 
-/// The options a shard must run with, as flags.
+/// The options a shard must run with, as arguments (what it prints is not among them).
 fn forwarded(o: &RunOptions) -> Vec<String> {
-    let mut v = vec!["--seed".to_string(), o.seed.to_string()];
-    let mut flag = |name: &str, value: Option<String>| {
-        if let Some(x) = value {
-            v.extend([name.to_string(), x]);
-        }
-    };
-    flag("--repetitions", o.repetitions.map(|x| x.to_string()));
-    flag(
-        "--max-repetitions",
-        o.max_repetitions.map(|x| x.to_string()),
-    );
-    flag("--duration", o.duration_s.map(|x| x.to_string()));
-    flag("--estimator", o.estimator.as_ref().map(|e| e.to_string()));
-    flag("--baseline", o.baseline.map(|b| b.to_string()));
-    let names =
-        |p: &Vec<smtsched_os::PolicyName>| p.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    flag(
-        "--policies",
-        o.policies.as_ref().map(|p| names(p).join(",")),
-    );
-    v
+    o.flags()
+        .into_iter()
+        .filter(|(flag, _)| *flag != "--json")
+        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .collect()
 }
 
 impl RunAll {
@@ -191,9 +194,11 @@ impl RunAll {
             .experiments
             .into_iter()
             .enumerate()
-            .filter(|(i, _)| shard.takes(*i) && !earlier.iter().any(|(j, _)| j == i))
+            .filter(|(i, _)| shard.takes(*i))
+            // Numbered by place in the shard, so that a continued run numbers as the first did.
             .enumerate()
-            .map(|(n, (i, e))| (n + earlier.len(), i, e))
+            .filter(|(_, (i, _))| !earlier.iter().any(|(j, _)| j == i))
+            .map(|(n, (i, e))| (n, i, e))
             .collect();
         let started = std::time::Instant::now();
         let keep =

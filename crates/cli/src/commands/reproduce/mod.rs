@@ -44,6 +44,15 @@ impl Plan for ReproducePlan {
         }
         let experiment = Box::new(load_experiment(name)?);
         let options = run_options(&a);
+        let unused = options.not_applying(experiment.kind);
+        if !unused.is_empty() {
+            return Err(bad_input(format!(
+                "{}: {} would change nothing in an experiment of kind {}",
+                name,
+                unused.join(" and "),
+                serde_json::to_value(experiment.kind).unwrap_or_default()
+            )));
+        }
         check(&experiment, &options).with_context(|| name.to_string())?;
         check_outputs([a.output.as_deref()])?;
         Ok(ReproducePlan::One {

@@ -40,7 +40,7 @@ pub enum TraceAction {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// Stop after this many instructions (the program is then killed).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         max_instructions: Option<u64>,
         /// Discard the program's standard output and error (its input is /dev/null too).
         #[arg(long)]
@@ -68,7 +68,7 @@ pub enum TraceAction {
         #[arg(short, long, value_name = "FILE")]
         output: PathBuf,
         /// Keep only the first N instructions.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         max_instructions: Option<u64>,
         /// Print the result as JSON.
         #[arg(long)]

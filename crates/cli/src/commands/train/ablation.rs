@@ -101,10 +101,11 @@ impl Plan for AblationPlan {
             );
         }
         let report = format!(
-            "Estimator ablation: the chapter 4 experiments with the shipped thesis model, the trained model {} ({}), and the perfect estimate (the oracle's true PR); naive uses no estimates and is the reference.\n\n{}",
+            "Estimator ablation: the chapter 4 experiments with the shipped thesis model, the trained model {} ({}), and the perfect estimate (the oracle's true PR); naive uses no estimates and is the reference.\n\n{}{}",
             self.trained.name,
             self.spec,
-            table(&rows).render()
+            table(&rows).render(),
+            missing_note(&rows)
         );
         if let Some(p) = &self.output {
             write_file(p, report.as_bytes())?;
@@ -136,6 +137,27 @@ fn table(rows: &[AblationRow]) -> Table {
     table
 }
 
+/// What a `-` in the table stands for: the tasks that completed no run in the window.
+fn missing_note(rows: &[AblationRow]) -> String {
+    let lines: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.missing.is_empty())
+        .map(|r| {
+            format!(
+                "- {} {}: {} completed no run in the window in some repetition (a longer --duration fits them)\n",
+                r.experiment,
+                r.policy,
+                r.missing.join(", ")
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("\nFigures shown as -:\n{}", lines.concat())
+    }
+}
+
 fn row_json(r: &AblationRow) -> serde_json::Value {
     let by_label = |v: &[Option<f64>]| -> serde_json::Map<String, serde_json::Value> {
         LABELS
@@ -148,5 +170,6 @@ fn row_json(r: &AblationRow) -> serde_json::Value {
         "experiment": r.experiment, "policy": r.policy,
         "system_speedup": by_label(&r.system_speedup),
         "fairness": by_label(&r.fairness),
+        "missing": r.missing,
     })
 }
