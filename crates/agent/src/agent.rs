@@ -144,6 +144,8 @@ pub struct Agent {
     /// Threads no longer managed, summarised.
     done: Vec<TaskSummary>,
     refused: BTreeSet<i32>,
+    /// Threads another running agent manages (said once each, then left alone).
+    foreign: BTreeSet<TaskKey>,
     status: SharedStatus,
     log: Option<std::io::BufWriter<std::fs::File>>,
     changes: u64,
@@ -262,10 +264,12 @@ impl Agent {
                 e,
             )
         })?;
+        // Absolute: whoever restores after a SIGKILL removes it, from wherever it runs.
         let socket_path = cfg
             .socket
             .clone()
             .unwrap_or_else(|| state.path.with_extension("sock"));
+        let socket_path = std::path::absolute(&socket_path).unwrap_or(socket_path);
         state.state.socket = Some(socket_path.clone());
         // The agent's cgroup is recorded as soon as it exists; anything failing after this
         // point undoes it.
@@ -313,6 +317,7 @@ impl Agent {
             },
             done: Vec::new(),
             refused: BTreeSet::new(),
+            foreign: BTreeSet::new(),
             status,
             log,
             changes: 0,
@@ -496,6 +501,7 @@ impl Agent {
         let me = unsafe { libc::getpid() };
         let mut seen = BTreeSet::new();
         let mut adopted = false;
+        let others = state::managed_by_others(&self.cfg.state_dir, &self.state.path);
         while let Some(p) = queue.pop() {
             if p.pid == me || !seen.insert(p.pid) || self.refused.contains(&p.pid) {
                 continue;
@@ -510,7 +516,7 @@ impl Agent {
             }
             let tids = crate::proc::threads(p.pid);
             for &tid in &tids {
-                adopted |= self.adopt(&p, tid);
+                adopted |= self.adopt(&p, tid, &others);
             }
             // Children, labelled as their parent.
             for child in crate::proc::children_of_threads(p.pid, &tids) {
@@ -539,8 +545,9 @@ impl Agent {
         }
     }
 
-    /// Starts managing thread `tid` of `p` if it is new. Returns whether it did.
-    fn adopt(&mut self, p: &Root, tid: i32) -> bool {
+    /// Starts managing thread `tid` of `p` if it is new and no other running agent manages it
+    /// (`others`). Returns whether it did.
+    fn adopt(&mut self, p: &Root, tid: i32, others: &BTreeMap<(i32, u64), i32>) -> bool {
         // A managed id names the thread it did when adopted: sampling forgets it once that
         // thread is gone.
         if self.tids.contains(&(tid as u32)) {
@@ -554,6 +561,15 @@ impl Agent {
             start_time: stat.start_time,
         };
         if self.threads.contains_key(&key) {
+            return false;
+        }
+        if let Some(agent) = others.get(&(tid, stat.start_time)) {
+            if self.foreign.insert(key) {
+                self.error(format!(
+                    "not managing thread {tid} of {} ({}): agent {agent} manages it",
+                    p.pid, p.label
+                ));
+            }
             return false;
         }
         let Ok(aff) = affinity::get_affinity(tid) else {

@@ -7,6 +7,7 @@
 use crate::control::{self, Outcome, Settings, Touched};
 use serde::{Deserialize, Serialize};
 use smtsched_host::cgroup::{Cgroup, CpuController};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const STATE_FORMAT: &str = "smtsched-agent-state/1";
@@ -184,12 +185,10 @@ fn writer_alive(state: &StateFile) -> bool {
         .is_some_and(|s| s.start_time == state.agent_start_time && s.state != b'Z')
 }
 
-/// Restores what agents that are no longer running left in `dir` (killed or crashed), removing
-/// their files. A file that cannot be read is reported and kept.
-pub fn restore_stale(dir: &Path) -> Vec<Result<RestoreReport, String>> {
-    let mut out = Vec::new();
+/// The agents' state files in `dir`, in name order.
+fn state_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
+        return Vec::new();
     };
     let mut files: Vec<PathBuf> = entries
         .flatten()
@@ -201,11 +200,40 @@ pub fn restore_stale(dir: &Path) -> Vec<Result<RestoreReport, String>> {
         })
         .collect();
     files.sort();
-    for path in files {
-        let state: StateFile = match std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-        {
+    files
+}
+
+fn read_state(path: &Path) -> Result<StateFile, String> {
+    std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+}
+
+/// The threads, as (id, start time), that other agents still running manage, from their state
+/// files in `dir` (`own` is this agent's, skipped), each with the agent's pid. A second agent
+/// must leave them alone: it would take the first one's changes for the thread's own settings
+/// and put those back.
+pub fn managed_by_others(dir: &Path, own: &Path) -> BTreeMap<(i32, u64), i32> {
+    state_files(dir)
+        .into_iter()
+        .filter(|p| p != own)
+        .filter_map(|p| read_state(&p).ok())
+        .filter(writer_alive)
+        .flat_map(|s| {
+            let agent = s.agent_pid;
+            s.threads
+                .into_iter()
+                .map(move |t| ((t.tid, t.start_time), agent))
+        })
+        .collect()
+}
+
+/// Restores what agents that are no longer running left in `dir` (killed or crashed), removing
+/// their files. A file that cannot be read is reported and kept.
+pub fn restore_stale(dir: &Path) -> Vec<Result<RestoreReport, String>> {
+    let mut out = Vec::new();
+    for path in state_files(dir) {
+        let state = match read_state(&path) {
             Ok(s) => s,
             Err(e) => {
                 out.push(Err(format!("{}: {e}", path.display())));

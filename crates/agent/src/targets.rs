@@ -111,10 +111,14 @@ pub fn launch(l: &Launch) -> Result<(Child, Root)> {
     }
     let nice = l.nice;
     let cpus = l.cpus.clone();
-    // SAFETY: the closure calls only async-signal-safe system calls (setpriority,
+    // SAFETY: the closure calls only async-signal-safe system calls (prctl, setpriority,
     // sched_setaffinity) on the child itself.
     unsafe {
         cmd.pre_exec(move || {
+            // A launched command stops with the agent whatever stops it, SIGKILL included.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             if nice != 0 && libc::setpriority(libc::PRIO_PROCESS, 0, nice) != 0 {
                 return Err(std::io::Error::last_os_error());
             }

@@ -101,6 +101,32 @@ pub fn predict_group(
     seed: u64,
     window: CycleWindow,
 ) -> Result<GroupReport, CacheModelError> {
+    // The models predict threads on contexts of their own that share one last-level cache:
+    // a group placed otherwise would be compared with a run they do not describe.
+    if let Some((_, c)) = smtsched_model::first_repeat(cpus) {
+        return Err(bad(format!(
+            "--cpus: CPU {c} is named twice: its threads would time-share it, which the cache \
+             models do not describe (give each thread a CPU of its own)"
+        )));
+    }
+    if let Some(&c) = cpus.iter().find(|&&c| c >= machine.logical_cpus()) {
+        return Err(bad(format!("CPU {c} does not exist on {}", machine.name)));
+    }
+    let domain = crate::analytic::llc_domains(machine);
+    if cpus
+        .iter()
+        .any(|&c| domain[c as usize] != domain[cpus[0] as usize])
+    {
+        return Err(bad(format!(
+            "--cpus {}: the threads do not share one last-level cache on {} (the predictions \
+             are of threads sharing one)",
+            cpus.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            machine.name
+        )));
+    }
     let geom = Geometry::of(machine);
     let core_of = |c: u32| machine.cpu_location(c).map(|l| l.core as usize);
     let placed: Vec<(&ThreadModel, usize)> = models
@@ -214,7 +240,10 @@ pub fn group_text(r: &GroupReport, models: &[ThreadModel], geom: &Geometry) -> S
 pub struct GroupSearch {
     pub threads: Vec<String>,
     pub contexts: usize,
+    /// Groups estimated: every one (`exhaustive`), or, where there are too many to enumerate,
+    /// those built greedily.
     pub groups: u64,
+    pub exhaustive: bool,
     pub candidates: usize,
     pub threshold: f64,
     pub greediest: String,
@@ -257,6 +286,7 @@ pub fn search_groups(models: &[ThreadModel], contexts: usize, lines: f64) -> Gro
         threads: models.iter().map(|m| m.label.clone()).collect(),
         contexts: k,
         groups: c.examined,
+        exhaustive: c.exhaustive,
         candidates: c.groups.len(),
         threshold: c.threshold,
         greediest: models[c.greediest].label.clone(),

@@ -245,6 +245,27 @@ fn bad_input_exits_2_with_one_line() {
         ]),
     );
     assert_bad_input(&o, &["99"]);
+    // The models are of threads on contexts of their own sharing one last-level cache: two
+    // threads on one CPU, or on Northwood's two packages (an L2 each), are refused.
+    for (machine, cpus, says) in [
+        ("cmt-fedorova", "0,0", "CPU 0 is named twice"),
+        ("northwood", "0,2", "do not share one last-level cache"),
+    ] {
+        let o = smtsched(
+            dir.path(),
+            &with_small(&[
+                "cachemodel",
+                "predict",
+                "gzip-like",
+                "mcf-like",
+                "-m",
+                machine,
+                "--cpus",
+                cpus,
+            ]),
+        );
+        assert_bad_input(&o, &[says]);
+    }
     let o = smtsched(
         dir.path(),
         &with_small(&[

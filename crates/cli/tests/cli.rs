@@ -431,6 +431,94 @@ fn arguments_that_would_exhaust_memory_or_time_are_refused_with_their_limit() {
     }
 }
 
+/// A measured matrix as the estimator must have every task's workload: a missing one would be
+/// estimated at PR 1 beside anyone, and steer the policy wrong without a word.
+#[test]
+fn a_matrix_estimator_without_a_tasks_workload_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = smtsched(
+        d,
+        &[
+            "matrix",
+            "-w",
+            "gzip-like,mcf-like",
+            "--instructions",
+            "50000",
+            "--warmup",
+            "100",
+            "-o",
+            "m.json",
+        ],
+    );
+    assert!(o.status.success(), "{}", util::stderr(&o));
+    let run = |tasks: &str| {
+        smtsched(
+            d,
+            &[
+                "run",
+                "-t",
+                tasks,
+                "--cpus",
+                "2-3",
+                "--duration",
+                "12",
+                "--run-seconds",
+                "1",
+                "-p",
+                "fair",
+                "--estimator",
+                "matrix:m.json",
+            ],
+        )
+    };
+    assert_bad_input(
+        &run("gzip-like,mcf-like,art-like"),
+        &["\"art-like\"", "gzip-like, mcf-like"],
+    );
+    let o = run("gzip-like,mcf-like");
+    assert!(o.status.success(), "{}", util::stderr(&o));
+}
+
+/// A command's output files are one set: when one of them cannot be written, none is put in
+/// place, and a file the user had keeps its contents.
+#[test]
+fn an_output_that_cannot_be_written_leaves_the_others_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("keep.json"), "KEEP\n").unwrap();
+    // /proc takes no new file, though its directory exists (what the up-front check looks at).
+    let o = smtsched(
+        d,
+        &[
+            "matrix",
+            "-w",
+            "gzip-like,mcf-like",
+            "--instructions",
+            "100000",
+            "--warmup",
+            "100",
+            "-o",
+            "keep.json",
+            "--csv",
+            "new.csv",
+            "--svg",
+            "/proc/smtsched-x.svg",
+        ],
+    );
+    assert_bad_input(&o, &["/proc/smtsched-x.svg"]);
+    assert_eq!(
+        std::fs::read_to_string(d.join("keep.json")).unwrap(),
+        "KEEP\n"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["keep.json"], "no new file, no temporary file");
+}
+
 /// Inputs that would do nothing, or something other than asked, are refused before any work,
 /// each in one line naming what is wrong; nothing is written.
 #[test]
@@ -439,7 +527,12 @@ fn options_that_would_change_nothing_or_name_the_wrong_thing_are_refused() {
     let d = dir.path();
     // A recorded trace where a description belongs: the header a trace file starts with.
     std::fs::write(d.join("t.smtt"), b"SMTTRACE\x01\x00\x00\x00\xff\xfe").unwrap();
-    let cases: [(&[&str], &[&str]); 11] = [
+    let cases: [(&[&str], &[&str]); 12] = [
+        // A file of what never happens: fair on Linux 2.4 acts through goodness() hooks.
+        (
+            &["run", "-p", "fair", "--decisions", "d.jsonl"],
+            &["--decisions", "no periodic decisions"],
+        ),
         // Overrides that no part of the experiment takes.
         (
             &["reproduce", "thesis-http", "--estimator", "thesis"],

@@ -160,8 +160,12 @@ fn counters_of_a_sleeping_command() {
     let ev = v["events"].as_array().unwrap();
     let get = |name: &str| ev.iter().find(|r| r["event"] == name).unwrap();
     assert!(get("task_clock_ns")["value"].as_f64().unwrap() > 0.0);
-    // Two sleeps: at least two switches away from the CPU.
-    assert!(get("context_switches")["value"].as_f64().unwrap() >= 2.0);
+    // Two sleeps: at least two switches away from the CPU. Not many more: `perf stat -e
+    // context-switches` counts 7 or 8 for this command here (the shell waiting for each sleep,
+    // the execs); smtsched, waiting for it in 10 ms naps, switches about ten times more, and
+    // those are not the command's (counted, they gave 19 to 22).
+    let switches = get("context_switches")["value"].as_f64().unwrap();
+    assert!((2.0..=12.0).contains(&switches), "{switches}");
     // Instructions: a real count, or unsupported with no value — never an invented number.
     let ins = get("instructions");
     match ins["support"]["status"].as_str().unwrap() {

@@ -111,6 +111,36 @@ fn a_saved_matrix_and_timeline_draw_as_they_did_when_computed() {
         &["x.json", "something-else/1"],
     );
     assert_bad_input(&smtsched(d, &["plot", "nothing.json"]), &["nothing.json"]);
+    // A timeline edited into one no run gives is refused by field, before anything is drawn
+    // (a hundred million CPUs would take gigabytes).
+    let timeline: serde_json::Value = serde_json::from_str(&read(d, "t.json")).unwrap();
+    let edits: [(&str, serde_json::Value, &str); 5] = [
+        (
+            "/logical_cpus",
+            serde_json::json!(100_000_000),
+            "logical_cpus = 100000000",
+        ),
+        ("/clock_hz", serde_json::json!(0.0), "clock_hz = 0"),
+        ("/window_cycles/1", serde_json::json!(-1.0), "window_cycles"),
+        (
+            "/switches/0/cycle",
+            serde_json::json!(-5.0),
+            "switches[0].cycle = -5",
+        ),
+        (
+            "/switches/1/cpu",
+            serde_json::json!(99),
+            "switches[1].cpu = 99",
+        ),
+    ];
+    for (field, value, says) in edits {
+        let mut t = timeline.clone();
+        *t.pointer_mut(field).unwrap() = value;
+        std::fs::write(d.join("edited.json"), t.to_string()).unwrap();
+        let o = smtsched(d, &["plot", "edited.json", "-o", "edited.svg"]);
+        assert_bad_input(&o, &["edited.json", says]);
+        assert!(!d.join("edited.svg").exists());
+    }
 }
 
 #[test]

@@ -211,7 +211,9 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
                 .replace(
                     "placements = [\"siblings\"]",
                     "policies = [\"no-such-policy\"]",
-                ),
+                )
+                .replace("warmup_instructions = 20000\n", "")
+                .replace("measure_instructions = 50000\n", ""),
             "no-such-policy",
         ),
         (PAIRS.replace("gzip-like,mcf-like", "gzip"), "gzip"),
@@ -223,6 +225,17 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
         (
             PAIRS.replace("kind = \"pairs\"", "kind = \"triples\""),
             "triples",
+        ),
+        // A field the other kind reads would be ignored.
+        (
+            format!("{PAIRS}duration_s = 20\n"),
+            "duration_s: a pairs sweep has none",
+        ),
+        (
+            PAIRS
+                .replace("kind = \"pairs\"", "kind = \"policies\"")
+                .replace("placements = [\"siblings\"]", "policies = [\"plan\"]"),
+            "warmup_instructions: a policies sweep has none",
         ),
     ];
     for (text, needle) in cases {

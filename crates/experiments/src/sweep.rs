@@ -212,7 +212,47 @@ pub fn load_sweep(path: &Path) -> Result<Sweep, SweepError> {
     let text = std::fs::read_to_string(path).map_err(|e| bad(format!("sweep file {file}: {e}")))?;
     let spec: SweepSpec =
         toml::from_str(&text).map_err(|e| bad(format!("{file}: {}", one_line(&e.to_string()))))?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| bad(format!("{file}: {e}")))?;
+    if let Some(key) = foreign_fields(spec.kind)
+        .iter()
+        .find(|k| table.contains_key(**k))
+    {
+        return Err(bad(format!(
+            "{file}: {key}: a {} sweep has none (it belongs to a {} sweep)",
+            kind_name(spec.kind),
+            kind_name(other_kind(spec.kind))
+        )));
+    }
     Sweep::new(spec).map_err(|e| bad(format!("{file}: {e}")))
+}
+
+/// The fields only the other kind of sweep than `kind` reads: given to this one, they would be
+/// ignored.
+fn foreign_fields(kind: SweepKind) -> &'static [&'static str] {
+    match kind {
+        SweepKind::Pairs => &["policies", "duration_s", "run_seconds", "baseline"],
+        SweepKind::Policies => &[
+            "placements",
+            "warmup_instructions",
+            "measure_instructions",
+            "quantum_ms",
+        ],
+    }
+}
+
+fn other_kind(kind: SweepKind) -> SweepKind {
+    match kind {
+        SweepKind::Pairs => SweepKind::Policies,
+        SweepKind::Policies => SweepKind::Pairs,
+    }
+}
+
+/// The kind as a sweep file spells it.
+fn kind_name(kind: SweepKind) -> &'static str {
+    match kind {
+        SweepKind::Pairs => "pairs",
+        SweepKind::Policies => "policies",
+    }
 }
 
 fn one_line(s: &str) -> String {

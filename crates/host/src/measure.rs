@@ -702,7 +702,7 @@ fn run_loopers(
         }
         if Instant::now() > deadline {
             return Err(HostError::Child(format!(
-                "{} did not finish within {:.0} s (raise --timeout-s, or shorten the runs)",
+                "{} did not finish within {} s (raise --timeout-s, or shorten the runs)",
                 names.join(" + "),
                 cfg.timeout.as_secs_f64()
             )));

@@ -207,6 +207,10 @@ pub enum Target {
     SelfAndDescendants,
     /// A running process: each of its current threads, and threads they create afterwards.
     Process(i32),
+    /// The commands this process starts from now on, from their exec, and what they start: not
+    /// this process, whose own work (forking, waiting, reading /proc) is not theirs. The kernel
+    /// enables the counters in each command as it execs ([`CounterSet::enable`] does nothing).
+    CommandsStarted,
     /// Everything that runs on one logical CPU (needs root or `perf_event_paranoid` <= 0).
     Cpu(u32),
     /// One thread only (not the threads it creates): the agent's per-task counters.
@@ -304,6 +308,7 @@ impl Snapshot {
 
 /// A set of open counters and the status of every requested event.
 pub struct CounterSet {
+    target: Target,
     counters: Vec<(Event, Vec<Counter>)>,
     status: Vec<(Event, EventStatus)>,
 }
@@ -317,6 +322,7 @@ impl CounterSet {
             _ => Vec::new(),
         };
         let mut set = CounterSet {
+            target,
             counters: Vec::new(),
             status: Vec::new(),
         };
@@ -348,7 +354,11 @@ impl CounterSet {
         self.counters.iter().map(|(e, _)| *e).collect()
     }
 
+    /// Starts counting (for [`Target::CommandsStarted`], the kernel does at each exec).
     pub fn enable(&mut self) -> Result<()> {
+        if self.target == Target::CommandsStarted {
+            return Ok(());
+        }
         for (e, cs) in &mut self.counters {
             for c in cs {
                 c.enable()
@@ -398,7 +408,7 @@ fn open_event(
         let mut out = Vec::new();
         let mut failed = None;
         let pids: Vec<Option<i32>> = match target {
-            Target::SelfAndDescendants => vec![None],
+            Target::SelfAndDescendants | Target::CommandsStarted => vec![None],
             Target::Process(_) => threads.iter().map(|&t| Some(t)).collect(),
             Target::Cpu(_) => vec![None],
             Target::Thread(tid) => vec![Some(tid)],
@@ -410,6 +420,14 @@ fn open_event(
             match target {
                 Target::SelfAndDescendants => {
                     b.observe_self().any_cpu().inherit(true);
+                }
+                Target::CommandsStarted => {
+                    // This process's copy stays disabled; a child's inherited copy is enabled
+                    // at its exec, and its counts join this one when it exits.
+                    b.observe_self()
+                        .any_cpu()
+                        .inherit(true)
+                        .enable_on_exec(true);
                 }
                 Target::Process(_) => {
                     b.observe_pid(pid.unwrap()).any_cpu().inherit(true);

@@ -194,6 +194,8 @@ fn set(s: &smtsched_model::CpuSet) -> Pus {
 }
 
 fn check_snapshot(name: &str, topo: &Topology, exp: &Expected) {
+    // What a hand-written topology is checked for, every real machine's reading passes.
+    assert_eq!(topo.check_consistent(), Ok(()), "{name}");
     // Online CPUs and the ones hwloc could not represent (offline).
     assert_eq!(set(&topo.online), exp.all_pus(), "{name}: online CPUs");
     assert_eq!(

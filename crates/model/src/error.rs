@@ -46,7 +46,7 @@ pub enum ModelError {
         #[source]
         source: std::io::Error,
     },
-    #[error("unknown {kind} {name:?}{hint}: not a preset ({known}) and no such file")]
+    #[error("unknown {kind} {name:?}{hint}: {}", if known.is_empty() { "no such file".to_string() } else { format!("not a preset ({known}) and no such file") })]
     Unknown {
         kind: &'static str,
         name: String,

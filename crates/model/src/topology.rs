@@ -106,6 +106,53 @@ pub struct Topology {
 }
 
 impl Topology {
+    /// Checks that the topology describes one machine: every online CPU in exactly one core,
+    /// each core in a package that exists and holds its CPUs (what sysfs always gives; a
+    /// hand-written topology may not). The error says what is wrong.
+    pub fn check_consistent(&self) -> Result<(), String> {
+        for cpu in self.online.iter() {
+            let holding: Vec<String> = self
+                .cores
+                .iter()
+                .filter(|c| c.cpus.contains(cpu))
+                .map(|c| c.cpus.to_string())
+                .collect();
+            if holding.len() != 1 {
+                return Err(format!(
+                    "online CPU {cpu} is in {} cores ({}); each is in one",
+                    holding.len(),
+                    holding.join(" and ")
+                ));
+            }
+        }
+        for c in &self.cores {
+            if !c.cpus.is_subset(&self.online) || c.cpus.is_empty() {
+                return Err(format!(
+                    "core {} has CPUs outside online {}",
+                    c.cpus, self.online
+                ));
+            }
+            match c.package.map(|p| self.packages.get(p)) {
+                Some(None) => {
+                    return Err(format!(
+                        "core {} is in package {}, of {} package(s)",
+                        c.cpus,
+                        c.package.unwrap_or(0),
+                        self.packages.len()
+                    ))
+                }
+                Some(Some(p)) if !c.cpus.is_subset(&p.cpus) => {
+                    return Err(format!(
+                        "core {} is in a package of CPUs {} that does not hold it",
+                        c.cpus, p.cpus
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The core holding `cpu`.
     pub fn core_of(&self, cpu: u32) -> Option<&Core> {
         self.cores.iter().find(|c| c.cpus.contains(cpu))
@@ -237,6 +284,29 @@ mod tests {
 
     fn set(s: &str) -> CpuSet {
         CpuSet::parse(s).unwrap()
+    }
+
+    #[test]
+    fn a_topology_that_contradicts_itself_is_named() {
+        // northwood: packages {0,1} and {2,3}, each one core of two threads.
+        let good = Topology::of_machine(&load_machine("northwood", &[]).unwrap(), None);
+        assert_eq!(good.check_consistent(), Ok(()));
+        let mut lost = good.clone();
+        lost.cores[0].cpus = set("0");
+        let e = lost.check_consistent().unwrap_err();
+        assert!(e.starts_with("online CPU 1 is in 0 cores"), "{e}");
+        let mut twice = good.clone();
+        twice.cores[1].cpus = set("1-3");
+        let e = twice.check_consistent().unwrap_err();
+        assert!(e.contains("CPU 1 is in 2 cores (0-1 and 1-3)"), "{e}");
+        let mut nowhere = good.clone();
+        nowhere.cores[1].package = Some(5);
+        let e = nowhere.check_consistent().unwrap_err();
+        assert!(e.contains("package 5, of 2 package(s)"), "{e}");
+        let mut astray = good;
+        astray.cores[1].package = Some(0);
+        let e = astray.check_consistent().unwrap_err();
+        assert!(e.contains("core 2-3 is in a package of CPUs 0-1"), "{e}");
     }
 
     #[test]

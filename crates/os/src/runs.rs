@@ -429,6 +429,50 @@ impl TimelineFile {
         }
     }
 
+    /// Checks a timeline read from a file (a hand-edited one may not describe a run): CPUs of a
+    /// machine the simulator could have (1 to 4096), a clock of 1 MHz to 100 GHz, a window
+    /// that begins at or after the start and ends after it begins, and switches in time order
+    /// on those CPUs. The error names the field and value.
+    pub fn check(&self) -> Result<(), String> {
+        let cpus = self.logical_cpus as u64;
+        if !(1..=smtsched_model::machine::MAX_LOGICAL_CPUS).contains(&cpus) {
+            return Err(format!(
+                "logical_cpus = {cpus}: must be 1 to {}",
+                smtsched_model::machine::MAX_LOGICAL_CPUS
+            ));
+        }
+        if !(1e6..=1e11).contains(&self.clock_hz) {
+            return Err(format!(
+                "clock_hz = {}: must be 1e6 to 1e11 (1 MHz to 100 GHz)",
+                self.clock_hz
+            ));
+        }
+        let (start, end) = self.window_cycles;
+        if !(start >= 0.0 && end > start && end.is_finite()) {
+            return Err(format!(
+                "window_cycles = [{start}, {end}]: must begin at or after 0 and end after it begins"
+            ));
+        }
+        let mut last = 0.0;
+        for (i, s) in self.switches.iter().enumerate() {
+            if !(s.cycle >= last && s.cycle.is_finite()) {
+                return Err(format!(
+                    "switches[{i}].cycle = {}: must be finite, at or after 0 and the switch before",
+                    s.cycle
+                ));
+            }
+            if s.cpu >= self.logical_cpus {
+                return Err(format!(
+                    "switches[{i}].cpu = {}: the timeline has CPUs 0-{}",
+                    s.cpu,
+                    self.logical_cpus - 1
+                ));
+            }
+            last = s.cycle;
+        }
+        Ok(())
+    }
+
     /// The first `seconds` seconds of the measured window as SVG.
     pub fn svg(&self, seconds: f64) -> Result<String, String> {
         let t0 = self.window_cycles.0 / self.clock_hz;

@@ -46,6 +46,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.commit()
 }
 
+/// Writes several files as one output: each is written whole and synced under its temporary
+/// name first, and only then are they renamed into place, so that a failure while writing (a
+/// full disk, a path that cannot take a file) leaves every target as it was. The error names
+/// the file it concerns.
+pub fn write_atomic_set(files: &[(&Path, &[u8])]) -> Result<(), (PathBuf, std::io::Error)> {
+    let mut staged = Vec::with_capacity(files.len());
+    for &(path, bytes) in files {
+        let written = AtomicFile::create(path).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.finish()?;
+            Ok(f)
+        });
+        staged.push(written.map_err(|e| (path.to_path_buf(), e))?);
+    }
+    for f in staged {
+        let target = f.target.clone();
+        f.commit().map_err(|e| (target, e))?;
+    }
+    Ok(())
+}
+
 /// An output being written. A regular file (new or existing) is written under a temporary name
 /// in its directory and renamed into place by [`AtomicFile::commit`], keeping an existing file's
 /// mode (and owner, where permitted); dropped without a commit (an error, a panic) the temporary
@@ -181,6 +202,17 @@ impl AtomicFile {
         let f = out.get_mut();
         f.set_len(0)?;
         std::io::Seek::rewind(f)
+    }
+
+    /// Flushes what is written and syncs it, without putting the file in place: what can fail
+    /// for want of space fails here ([`write_atomic_set`]).
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        let out = self.out.as_mut().expect("open");
+        out.flush()?;
+        if self.tmp.is_some() {
+            out.get_ref().sync_all()?;
+        }
+        Ok(())
     }
 
     /// Flushes, syncs and renames the file into place (a device or FIFO: flushes); on failure

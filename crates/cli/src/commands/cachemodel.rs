@@ -112,8 +112,9 @@ pub enum Action {
         opts: ModelArgs,
     },
     /// The balance-set candidate search (Fedorova §4.2): every group of as many threads as the
-    /// machine has contexts, estimated with AVG (and, for comparison, COMB), the threshold from
-    /// the most cache-greedy thread, and the PERF and FAIR schedules; timed.
+    /// machine has contexts (beyond 2 million, groups built greedily, as the output says),
+    /// estimated with AVG (and, for comparison, COMB), the threshold from the most cache-greedy
+    /// thread, and the PERF and FAIR schedules; timed.
     ///
     /// Example: smtsched cachemodel groups -w gzip-like,vpr-like,vpr-like,gcc-like,art-like,crafty-like,ammp-like,parser-like,vortex-like --copies 2 --set topology.cores_per_package=2
     Groups {
@@ -410,11 +411,20 @@ fn histogram(models: &Models, w: &dyn Workload) -> Result<String> {
 
 fn groups_text(g: &GroupSearch, m: &MachineModel) -> String {
     let mut s = format!(
-        "{} threads, groups of {} on {}: {} groups; threshold {:.4} (best group with the greediest thread, {}); {} candidates\n",
+        "{} threads, groups of {} on {}: {} groups{}; threshold {:.4} (best group with the greediest thread, {}); {} candidates\n",
         g.threads.len(),
         g.contexts,
         m.name,
         g.groups,
+        if g.exhaustive {
+            String::new()
+        } else {
+            format!(
+                " built greedily (every group: C({}, {}), too many to enumerate)",
+                g.threads.len(),
+                g.contexts
+            )
+        },
         g.threshold,
         g.greediest,
         g.candidates

@@ -105,3 +105,19 @@ pub(crate) fn estimator(
 pub(crate) fn linear_model(file: &std::path::Path) -> Result<smtsched_os::LinearModel> {
     smtsched_os::LinearModel::load(file).map_err(|e| bad_input(format!("--estimator {e}")))
 }
+
+/// Real time a command waits or measures, at most: a day.
+pub(crate) const MAX_REAL_SECONDS: f64 = 86_400.0;
+
+/// Checks a length of time given as `flag`: finite, above 0 (or 0 itself where `zero_ok`) and at
+/// most `max` (in the unit `unit`), so that it becomes a timer without overflow and a run ends.
+pub(crate) fn check_time(flag: &str, v: f64, zero_ok: bool, max: f64, unit: &str) -> Result<()> {
+    let above = if zero_ok { v >= 0.0 } else { v > 0.0 };
+    if above && v <= max {
+        return Ok(());
+    }
+    let least = if zero_ok { "0" } else { "above 0" };
+    Err(bad_input(format!(
+        "{flag} {v}: must be a number of {unit} {least} and at most {max}"
+    )))
+}

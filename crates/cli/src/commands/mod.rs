@@ -29,7 +29,8 @@ use crate::args::Command;
 use anyhow::Result;
 
 pub(crate) use inputs::{
-    estimator, machine, protocol, refs, thread_cpus, workload, workload_names, workloads,
+    check_time, estimator, machine, protocol, refs, thread_cpus, workload, workload_names,
+    workloads, MAX_REAL_SECONDS,
 };
 pub(crate) use output::{check_outputs, json_out, out, write_file, write_files, MatrixFiles};
 pub(crate) use progress::{counting_bar, progress_bar, spinner, Bars};

@@ -107,10 +107,14 @@ pub(crate) fn write_files<P: AsRef<Path>, B: AsRef<[u8]>>(files: &[(P, B)]) -> R
     let regular = files
         .iter()
         .all(|(p, _)| std::fs::metadata(p.as_ref()).map_or(true, |m| m.is_file()));
+    // Each written whole beside its target before any is put in place: a full disk leaves the
+    // old set.
     let write_all = || {
-        files
+        let set: Vec<(&Path, &[u8])> = files
             .iter()
-            .try_for_each(|(p, b)| write_one(p.as_ref(), b.as_ref()))
+            .map(|(p, b)| (p.as_ref(), b.as_ref()))
+            .collect();
+        smtsched_report::write_atomic_set(&set).map_err(|(path, e)| write_error(&path, e))
     };
     if regular {
         smtsched_host::shutdown::deferring_signals(write_all)
@@ -119,15 +123,15 @@ pub(crate) fn write_files<P: AsRef<Path>, B: AsRef<[u8]>>(files: &[(P, B)]) -> R
     }
 }
 
-fn write_one(path: &Path, bytes: &[u8]) -> Result<()> {
+fn write_error(path: &Path, e: std::io::Error) -> anyhow::Error {
     use std::io::ErrorKind::{InvalidInput, NotFound, PermissionDenied};
-    smtsched_report::write_atomic(path, bytes).map_err(|e| match e.kind() {
+    match e.kind() {
         // The path the user gave cannot be written: their input, exit 2.
         NotFound | InvalidInput | PermissionDenied => {
             bad_input(format!("cannot write {}: {e}", path.display()))
         }
         _ => anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
-    })
+    }
 }
 
 /// Where a PR matrix is written: `-o` JSON, `--csv` grid, `--pairs-csv` list, `--svg` heatmap.

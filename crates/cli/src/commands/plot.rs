@@ -63,6 +63,8 @@ fn read_drawing(path: &Path, timeline_seconds: f64) -> Result<Drawing> {
         Some(TIMELINE_FORMAT) => {
             let t: TimelineFile = serde_json::from_str(&text)
                 .map_err(|e| bad_input(format!("{file}: not a timeline file: {e}")))?;
+            t.check()
+                .map_err(|why| bad_input(format!("{file}: {why}")))?;
             Ok(Drawing::Timeline(Box::new(t), timeline_seconds))
         }
         other => Err(bad_input(format!(

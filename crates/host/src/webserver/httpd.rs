@@ -235,13 +235,27 @@ fn write_site(root: &Path, sizes: &[u64]) -> Result<()> {
             .map_err(|e| HostError::os(format!("chmod {}", d.display()), e))?;
     }
     for &bytes in sizes {
-        // Printable, not all one byte: no server or network path gets an easy case.
-        let body: Vec<u8> = (0..bytes).map(|i| b'a' + (i % 23) as u8).collect();
         let path = www.join(&file_path(bytes)[1..]);
-        std::fs::write(&path, body)
+        write_body(&path, bytes)
             .map_err(|e| HostError::os(format!("writing {}", path.display()), e))?;
     }
     Ok(())
+}
+
+/// Writes a file of `bytes` bytes, printable and not all one byte (no server or network path
+/// gets an easy case), a piece at a time: its size is not bounded by memory.
+fn write_body(path: &Path, bytes: u64) -> std::io::Result<()> {
+    use std::io::Write;
+    // 23 x 2048 bytes: the pattern repeats whole in every piece.
+    let piece: Vec<u8> = (0..23 * 2048u64).map(|i| b'a' + (i % 23) as u8).collect();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(piece.len() as u64) as usize;
+        f.write_all(&piece[..n])?;
+        left -= n as u64;
+    }
+    f.flush()
 }
 
 fn nginx_conf(root: &Path, cfg: &HttpdConfig) -> String {

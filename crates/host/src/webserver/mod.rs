@@ -282,10 +282,12 @@ pub fn measure(cfg: &ServerConfig, stop: &Shutdown) -> Result<ServerMeasurement>
 /// Checks what the user gave: the configuration, the server binary and that the port is free;
 /// starts nothing. [`check_tools`] checks what the machine must have besides.
 pub fn validate(cfg: &ServerConfig) -> Result<()> {
-    if cfg.file_bytes == 0 {
-        return Err(HostError::bad(
-            "--file-bytes 0: files must have at least one byte",
-        ));
+    // SPECweb96's largest class is 900 KB; a gigabyte is far above any web workload.
+    if !(1..=1 << 30).contains(&cfg.file_bytes) {
+        return Err(HostError::bad(format!(
+            "--file-bytes {}: a file of 1 byte to 1 GiB",
+            cfg.file_bytes
+        )));
     }
     if let RatePlan::Fixed(r) = cfg.rate {
         if !(r > 0.0 && r.is_finite()) {

@@ -480,6 +480,12 @@ impl<'a> OsSim<'a> {
         }
         let hooks = config.baseline == Baseline::Linux24 && policy.linux24().is_some();
         let needs = policy.needs();
+        // A task the matrix has no row for would be estimated at PR 1 whoever runs beside it.
+        if let (Estimator::Matrix(m), true) = (&config.estimator, needs.estimates) {
+            if let Some(why) = m.missing(set.tasks.iter().map(|t| t.workload.as_str())) {
+                return Err(format!("the estimator's matrix: {why}"));
+            }
+        }
         if !hooks && needs.core_groups && config.baseline == Baseline::Linux24 {
             return Err(format!(
                 "policy {} needs core scheduling, which the linux24 baseline does not have (use --baseline modern)",

@@ -1,9 +1,9 @@
 //! `agent run`: what the agent manages, how it estimates and applies weights, all checked
 //! before it starts; then the agent's run and its report.
 
-use super::super::check_outputs;
 use super::super::inputs::linear_model;
 use super::super::plan::Plan;
+use super::super::{check_outputs, check_time};
 use super::{agent_error, Label, RunArgs, Weights};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
@@ -56,6 +56,10 @@ impl Plan for AgentPlan {
             .build(&PolicyInputs::default())
             .map_err(|e| bad_input(format!("--policy {}: {e}", a.policy)))?;
         check_outputs([a.log.as_deref()])?;
+        if let Some(sock) = &a.socket {
+            check_outputs([Some(sock.as_path())])
+                .map_err(|e| bad_input(format!("--socket: {e}")))?;
+        }
         let config = AgentConfig {
             period: Duration::from_secs_f64(a.period_ms * 1e-3),
             targets,
@@ -119,19 +123,13 @@ impl Plan for AgentPlan {
     }
 }
 
-/// `--period-ms` and `--duration` are positive.
+/// `--period-ms` and `--duration` are positive; a period is at most a minute (the agent notices
+/// that its commands exited at the end of one), a duration at most 10^9 s.
 fn check_times(a: &RunArgs) -> Result<()> {
-    if !(a.period_ms.is_finite() && a.period_ms > 0.0) {
-        return Err(bad_input(format!(
-            "--period-ms {}: the period must be a positive number of milliseconds",
-            a.period_ms
-        )));
-    }
+    check_time("--period-ms", a.period_ms, false, 60_000.0, "milliseconds")?;
     match a.duration {
-        Some(d) if !(d.is_finite() && d > 0.0) => Err(bad_input(format!(
-            "--duration {d}: must be a positive number of seconds"
-        ))),
-        _ => Ok(()),
+        Some(d) => check_time("--duration", d, false, 1e9, "seconds"),
+        None => Ok(()),
     }
 }
 
@@ -149,6 +147,17 @@ fn targets(a: &RunArgs) -> Result<Targets> {
             }
             Label::Command(label) => command_label = Some(label.clone()),
         }
+    }
+    // A label for a process not managed, or for a command not given, would label nothing.
+    if let Some(pid) = pid_labels.keys().find(|p| !a.pid.contains(p)) {
+        return Err(bad_input(format!(
+            "--label {pid}=…: process {pid} is not one of --pid"
+        )));
+    }
+    if command_label.is_some() && a.command.is_empty() {
+        return Err(bad_input(
+            "--label LABEL names the command after --, and none is given (PID=LABEL labels a --pid)",
+        ));
     }
     for &pid in &a.pid {
         targets.pids.push(PidTarget {
@@ -227,6 +236,21 @@ fn launches_of(file: &Path, exe: &Path) -> Result<Vec<Launch>> {
             return Err(bad_input(format!(
                 "{}: task[{i}].serves: the agent runs real processes; their requests come from \
                  real clients, not from the set's [[clients]]",
+                file.display()
+            )));
+        }
+        // What the agent cannot give a launched process is refused, not dropped unsaid.
+        let unlaunchable = [
+            ("group", t.group.is_some()),
+            ("block", t.block.is_some()),
+            ("fork", t.fork.is_some()),
+            ("drives", t.drives.is_some()),
+        ];
+        if let Some((field, _)) = unlaunchable.iter().find(|(_, given)| *given) {
+            return Err(bad_input(format!(
+                "{}: task[{i}].{field}: the agent launches a task as its command or built-in \
+                 kernel alone, with its nice, cpus and trust (`measure sched` runs sets with \
+                 groups and blocking)",
                 file.display()
             )));
         }
@@ -310,15 +334,7 @@ fn topology(file: Option<&Path>) -> Result<Topology> {
             live.online
         )));
     }
-    for c in &t.cores {
-        if !c.cpus.is_subset(&t.online) {
-            return Err(bad_input(format!(
-                "--topology {}: core {} has CPUs outside online {}",
-                file.display(),
-                c.cpus,
-                t.online
-            )));
-        }
-    }
+    t.check_consistent()
+        .map_err(|why| bad_input(format!("--topology {}: {why}", file.display())))?;
     Ok(t)
 }

@@ -196,7 +196,7 @@ fn target(a: &CountersArgs) -> Result<(Target, String)> {
             )
         }
         (None, None, false) => (
-            Target::SelfAndDescendants,
+            Target::CommandsStarted,
             format!("command {:?}", a.command.join(" ")),
         ),
         (None, None, true) => {

@@ -5,7 +5,9 @@ use super::super::host::values::{
     ByteSize, Events, Kernels, NamedCommand, PerKernel, Placements, Work,
 };
 use super::super::plan::Plan;
-use super::super::{json_out, out, progress_bar, write_files, MatrixFiles};
+use super::super::{
+    check_time, json_out, out, progress_bar, write_files, MatrixFiles, MAX_REAL_SECONDS,
+};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -189,19 +191,21 @@ impl Plan for PairsPlan {
 /// `--stagger-ms` and `--timeout-s` are usable.
 fn check_times(a: &PairsArgs) -> Result<()> {
     if let Some(s) = a.stagger_ms {
-        if !(s >= 0.0 && s.is_finite()) {
-            return Err(bad_input(format!(
-                "--stagger-ms {s}: must be zero or a positive number"
-            )));
-        }
+        check_time(
+            "--stagger-ms",
+            s,
+            true,
+            MAX_REAL_SECONDS * 1e3,
+            "milliseconds",
+        )?;
     }
-    if !(a.timeout_s > 0.0 && a.timeout_s.is_finite()) {
-        return Err(bad_input(format!(
-            "--timeout-s {}: must be a positive number of seconds",
-            a.timeout_s
-        )));
-    }
-    Ok(())
+    check_time(
+        "--timeout-s",
+        a.timeout_s,
+        false,
+        MAX_REAL_SECONDS,
+        "seconds",
+    )
 }
 
 /// The workloads: built-in kernels (scaled, with their own work and footprint where given) and
@@ -231,6 +235,10 @@ fn workload_defs(a: &PairsArgs) -> Result<Vec<WorkloadDef>> {
     }
     for f in &a.footprint {
         spec_of(&mut specs, "--footprint", f.kernel)?.footprint_bytes = f.value.0;
+    }
+    // Before anything is measured or said.
+    for s in &specs {
+        s.validate()?;
     }
     let mut defs: Vec<WorkloadDef> = specs
         .into_iter()

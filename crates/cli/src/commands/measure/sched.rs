@@ -2,7 +2,7 @@
 //! present-day baseline, each task's CPU share side by side.
 
 use super::super::plan::Plan;
-use super::super::{check_outputs, json_out, out, write_file};
+use super::super::{check_outputs, check_time, json_out, out, write_file, MAX_REAL_SECONDS};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -67,7 +67,7 @@ pub struct SchedArgs {
 }
 
 /// The real run of a report written with -o.
-fn saved_run(path: &std::path::Path, set: &TaskSetSpec) -> Result<SchedRunResult> {
+fn saved_run(path: &std::path::Path, set: &TaskSetSpec, cpus: &CpuSet) -> Result<SchedRunResult> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad_input(format!("--replay {}: {e}", path.display())))?;
     let v: serde_json::Value = serde_json::from_str(&text)
@@ -103,6 +103,15 @@ fn saved_run(path: &std::path::Path, set: &TaskSetSpec) -> Result<SchedRunResult
                 path.display()
             )));
         }
+    }
+    // The shares are of the CPUs it ran on: compared with a simulation of others they mean
+    // nothing.
+    let saved_cpus = v["cpus"].as_str().ok_or_else(|| bad("cpus"))?;
+    if saved_cpus != cpus.to_string() {
+        return Err(bad_input(format!(
+            "--replay {}: measured on CPUs {saved_cpus}, not {cpus} (give --cpus {saved_cpus})",
+            path.display()
+        )));
     }
     let real = &v["real"];
     let seconds = real["seconds"]
@@ -207,7 +216,7 @@ impl Plan for SchedPlan {
         let machine = host_shaped(&topo)?;
         check_outputs([a.output.as_deref()])?;
         let real = match &a.replay {
-            Some(path) => Real::Replay(saved_run(path, &set)?),
+            Some(path) => Real::Replay(saved_run(path, &set, &cpus)?),
             None => Real::Measure(Box::new(real_config(&a, &set, &cpus, tasks)?)),
         };
         let mut sim = SimConfig::new(Baseline::Modern, a.sim_duration, a.seed);
@@ -249,17 +258,10 @@ impl Plan for SchedPlan {
 
 /// The durations are positive (the warm-up may be zero) and the counts at least 1.
 fn check_times(a: &SchedArgs) -> Result<()> {
-    for (name, v) in [
-        ("--duration", a.duration),
-        ("--warmup", a.warmup),
-        ("--sim-duration", a.sim_duration),
-    ] {
-        if !(v.is_finite() && v >= 0.0) || (name != "--warmup" && v == 0.0) {
-            return Err(bad_input(format!(
-                "{name} {v}: must be a positive number of seconds"
-            )));
-        }
-    }
+    check_time("--duration", a.duration, false, MAX_REAL_SECONDS, "seconds")?;
+    check_time("--warmup", a.warmup, true, MAX_REAL_SECONDS, "seconds")?;
+    // As `run --duration`: simulated time.
+    check_time("--sim-duration", a.sim_duration, false, 1e6, "seconds")?;
     if a.attempts == 0 || a.sim_repeat == 0 {
         return Err(bad_input(
             "--attempts and --sim-repetitions must be at least 1",
@@ -419,7 +421,11 @@ impl SchedPlan {
                     .map_or("busy".into(), |b| format!("{}/{} ms", b.run_ms, b.wait_ms)),
                 format!("{r:.1}"),
                 format!("{s:.1}"),
-                format!("{:+.1}", r - s),
+                // A disturbed machine's shares are no comparison (see the line below the table).
+                match real.disturbed {
+                    Some(_) => "-".to_string(),
+                    None => format!("{:+.1}", r - s),
+                },
             ]);
         }
         t

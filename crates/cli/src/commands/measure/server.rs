@@ -221,6 +221,13 @@ fn config(a: &ServerArgs, topo: &Topology) -> Result<ServerConfig> {
             placements.push(Placement::parse(p, &online)?);
         }
     }
+    // Results are reported by placement name: two of one name would be merged.
+    let names: Vec<&str> = placements.iter().map(|p| p.name.as_str()).collect();
+    if let Some((_, name)) = smtsched_model::first_repeat(&names) {
+        return Err(bad_input(format!(
+            "--placement: two placements are named {name} (their results would be merged)"
+        )));
+    }
     Ok(ServerConfig {
         server: match a.server {
             ServerChoice::Nginx => ServerKind::Nginx,

@@ -1,12 +1,12 @@
 //! The files `run` writes about its first policy's first repetition (timeline, its SVG, a
 //! Perfetto trace, the decisions) and about every run (per-task CSV).
 
-use super::super::{check_outputs, write_file};
+use super::super::{check_outputs, write_files};
 use anyhow::Result;
 use smtsched_model::MachineModel;
 use smtsched_os::policy::DecisionRecord;
 use smtsched_os::runs::{perfetto_of, PolicyRuns, TimelineFile};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Where each file goes (none: not written); checked before the run.
 #[derive(Debug)]
@@ -36,23 +36,25 @@ impl RunFiles {
         self.timeline.is_some() || self.timeline_svg.is_some() || self.trace.is_some()
     }
 
-    /// Writes every file asked for; `title` heads the timeline and the trace.
+    /// Writes every file asked for, as one set (the old set or the new one is left, never a
+    /// mix); `title` heads the timeline and the trace.
     pub fn write(&self, results: &[PolicyRuns], m: &MachineModel, title: &str) -> Result<()> {
         let first = &results[0].runs[0];
         let timeline = TimelineFile::of(first, m, title);
+        let mut files: Vec<(&Path, Vec<u8>)> = Vec::new();
         if let Some(p) = &self.timeline {
             let text = serde_json::to_string_pretty(&timeline)? + "\n";
-            write_file(p, text.as_bytes())?;
+            files.push((p, text.into_bytes()));
         }
         if let Some(p) = &self.timeline_svg {
             let svg = timeline
                 .svg(self.timeline_seconds)
                 .map_err(anyhow::Error::msg)?;
-            write_file(p, svg.as_bytes())?;
+            files.push((p, svg.into_bytes()));
         }
         if let Some(p) = &self.trace {
             let trace = perfetto_of(first, m, title);
-            write_file(p, (serde_json::to_string(&trace)? + "\n").as_bytes())?;
+            files.push((p, (serde_json::to_string(&trace)? + "\n").into_bytes()));
         }
         if let Some(p) = &self.decisions {
             let mut text = String::new();
@@ -61,12 +63,12 @@ impl RunFiles {
                 text.push_str(&serde_json::to_string(&line)?);
                 text.push('\n');
             }
-            write_file(p, text.as_bytes())?;
+            files.push((p, text.into_bytes()));
         }
         if let Some(p) = &self.csv {
-            write_file(p, task_csv(results).as_bytes())?;
+            files.push((p, task_csv(results).into_bytes()));
         }
-        Ok(())
+        write_files(&files)
     }
 }
 

@@ -15,7 +15,7 @@ use smtsched_os::runs::{
     policy_table, replicated_steps, server_table, simulate_replicated, simulate_reporting,
     simulation_steps, task_table, PolicyRuns,
 };
-use smtsched_os::sim::{Estimator, SimConfig};
+use smtsched_os::sim::{Baseline, Estimator, SimConfig};
 use smtsched_os::taskset::TaskSetSpec;
 use smtsched_os::PolicyName;
 use std::path::Path;
@@ -39,6 +39,21 @@ pub struct RunPlan {
     config: SimConfig,
     files: RunFiles,
     json: bool,
+}
+
+/// `--decisions` records the first policy's decision periods: a policy that steers Linux 2.4's
+/// `goodness()` through hooks has none there, and an empty file would say nothing.
+fn check_decisions_recorded(files: &RunFiles, baseline: Baseline, first: PolicyName) -> Result<()> {
+    let hooks = first
+        .build(&smtsched_os::policy::PolicyInputs::default())
+        .is_ok_and(|mut p| p.linux24().is_some());
+    if files.decisions.is_some() && baseline == Baseline::Linux24 && hooks {
+        return Err(bad_input(format!(
+            "--decisions: {first} on the linux24 baseline steers goodness() at each pick and \
+             makes no periodic decisions to record (--baseline modern runs it through decisions)"
+        )));
+    }
+    Ok(())
 }
 
 impl Plan for RunPlan {
@@ -68,6 +83,7 @@ impl Plan for RunPlan {
             decisions: a.decisions,
         };
         files.check()?;
+        check_decisions_recorded(&files, a.baseline, a.policies[0])?;
         let oracle = oracle(&a.oracle, &m, &set, a.seed, a.kernel)?;
         let mut config = SimConfig::new(a.baseline, a.duration, a.seed);
         config.hz = a.hz.unwrap_or(a.baseline.default_hz());

@@ -69,14 +69,28 @@ impl CrosscheckPlan {
                 origin: "the simulation".into(),
             }));
         }
+        // The replica counts the trace's accesses: equal to cachegrind's only if the program did
+        // the same work in both runs (an input that changed between them does not).
+        let same_run = (replica.ir, replica.dr, replica.dw) == (cg.ir, cg.dr, cg.dw);
         if self.json {
             return json_out(&serde_json::json!({
                 "command": command, "instructions": rec.summary.instructions,
+                "same_run": same_run,
                 "cachegrind": cg, "replica": replica, "simulator": sim,
             }));
         }
+        let warning = if same_run {
+            String::new()
+        } else {
+            format!(
+                "warning: the two runs differ (instructions {} and {}, reads {} and {}, writes {} \
+                 and {}): the program did not do the same work twice, so the misses below differ \
+                 partly for that\n\n",
+                replica.ir, cg.ir, replica.dr, cg.dr, replica.dw, cg.dw
+            )
+        };
         out(&format!(
-            "`{}`: {} instructions (cachegrind counted {}), I1 {} D1 {} LL {}\n\n{}",
+            "`{}`: {} instructions (cachegrind counted {}), I1 {} D1 {} LL {}\n\n{warning}{}",
             command.join(" "),
             rec.summary.instructions,
             cg.ir,
