@@ -162,7 +162,9 @@ pub enum ShowAction {
     /// Show one description (a preset name or a TOML file), with overrides applied.
     Show {
         name: String,
-        /// Override a field before use: KEY=VALUE with a dotted key, e.g. cache.L2.size_bytes=98304.
+        /// Override a field before use: KEY=VALUE with a dotted key of the description shown,
+        /// e.g. `machines show northwood --set cache.L2.size_bytes=1048576`, `workloads show
+        /// mcf-like --set name=mcf-variant`.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<smtsched_model::Override>,
     },

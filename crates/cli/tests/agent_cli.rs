@@ -959,3 +959,114 @@ fn copies_of_a_task_are_separate_processes() {
         &["task[0].serves"],
     );
 }
+
+/// A second agent started on threads a running agent manages (one state directory) leaves them
+/// alone: had it adopted them, it would have taken the first one's changes for their settings
+/// and put those back when it ended after the first. And a command an agent launched ends with
+/// the agent, even when the agent is killed with SIGKILL.
+#[test]
+fn a_second_agent_leaves_the_first_ones_threads_and_launched_commands_die_with_a_killed_agent() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let topo = one_core_topology(d);
+    let pairs = matrix(d);
+    let state = d.join("state");
+    let log = d.join("decisions.jsonl");
+    let procs: Vec<Busy> = (0..3).map(|_| Busy::start()).collect();
+    for (i, p) in procs.iter().enumerate() {
+        set_own(p.pid(), 3 + i as i32, "0-1");
+    }
+    let before: Vec<Seen> = procs.iter().map(|p| seen(p.pid())).collect();
+    let pid_list = procs
+        .iter()
+        .map(|p| p.pid().to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let labels: Vec<String> = procs
+        .iter()
+        .zip(KERNELS)
+        .map(|(p, k)| format!("{}={k}", p.pid()))
+        .collect();
+    let args = |duration: &'static str| {
+        let mut a = vec![
+            "--policy".to_string(),
+            "plan".into(),
+            "--matrix".into(),
+            pairs.display().to_string(),
+            "--topology".into(),
+            topo.display().to_string(),
+            "--state-dir".into(),
+            state.display().to_string(),
+            "--pid".into(),
+            pid_list.clone(),
+            "--duration".into(),
+            duration.into(),
+        ];
+        for l in &labels {
+            a.extend(["--label".to_string(), l.clone()]);
+        }
+        a
+    };
+    let mut first_args = args("2");
+    first_args.extend(["--log".into(), log.display().to_string()]);
+    let first_args: Vec<&str> = first_args.iter().map(String::as_str).collect();
+    let mut first = start_agent(d, &first_args);
+    let first_pid = first.id();
+    wait_for_periods(&log, 2, &mut first);
+    // The second runs on past the first's end.
+    let mut second_args = vec!["agent".to_string(), "run".into()];
+    second_args.extend(args("3"));
+    let second_args: Vec<&str> = second_args.iter().map(String::as_str).collect();
+    let second = smtsched(d, &second_args);
+    assert!(second.status.success(), "{}", stderr(&second));
+    let said = stderr(&second);
+    assert!(
+        said.contains(&format!("agent {first_pid} manages it")),
+        "{said}"
+    );
+    assert!(finish(first).status.success());
+    let after: Vec<Seen> = procs.iter().map(|p| seen(p.pid())).collect();
+    assert_eq!(
+        after, before,
+        "nice, class, affinity and cgroup as they were"
+    );
+    assert!(state_files(&state).is_empty());
+
+    // `-- CMD`: the command goes with a killed agent.
+    let agent = start_agent(
+        d,
+        &["--state-dir", state.to_str().unwrap(), "--", "sleep", "300"],
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let sleeper = loop {
+        let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", agent.id()))
+            .unwrap_or_default();
+        if let Some(pid) = children.split_whitespace().next() {
+            break pid.parse::<i32>().unwrap();
+        }
+        assert!(Instant::now() < deadline, "the agent launched nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    signal(&agent, libc::SIGKILL);
+    finish(agent);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // Gone, or a zombie its new parent has not reaped: either way it runs nothing.
+    let running = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|t| !t[t.rfind(')').unwrap() + 2..].starts_with('Z'))
+    };
+    while running(sleeper) {
+        assert!(
+            Instant::now() < deadline,
+            "sleep {sleeper} outlived the killed agent"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The next start restores what the killed agent left (nothing it changed: a lone command).
+    let o = smtsched(
+        d,
+        &["agent", "restore", "--state-dir", state.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -754,7 +754,8 @@ impl Perf {
         let lo = self.progress.iter().cloned().fold(f64::INFINITY, f64::min);
         let hi = self.progress.iter().cloned().fold(0.0, f64::max);
         if hi > 0.0 {
-            lo / hi
+            // Progress is never below none (a rounding error can make a thread's -1e-17).
+            lo.max(0.0) / hi
         } else {
             0.0
         }

@@ -133,15 +133,23 @@ impl MatrixDiff {
                 out.push_str(&format!("; only in {side}: {}", only.join(", ")));
             }
         }
+        // A correlation of fewer than two cells (or of cells all alike) is undefined: `-`.
+        let r = |v: f64| {
+            if v.is_finite() {
+                format!("{v:.3}")
+            } else {
+                "-".to_string()
+            }
+        };
         out.push_str(&format!(
             "\n\nmean PR: A {:.3}, B {:.3}; mean B − A {:+.3}, mean |B − A| {:.3}\n\
-             correlation of the cells: Pearson {:.3}, Spearman {:.3}\n\nlargest differences:\n",
+             correlation of the cells: Pearson {}, Spearman {}\n\nlargest differences:\n",
             self.mean_a,
             self.mean_b,
             self.mean_difference,
             self.mean_absolute_difference,
-            self.correlation,
-            self.rank_correlation
+            r(self.correlation),
+            r(self.rank_correlation)
         ));
         let mut t = Table::new(["subject", "background", "A", "B", "B - A"]);
         for c in &self.largest {

@@ -387,11 +387,16 @@ impl InstructionSource for TraceStream {
 /// Splits a workload spec into a trace file and an optional timing profile: `FILE` or
 /// `FILE@PROFILE`, where FILE starts with the trace signature. `None` if the spec names no trace.
 pub fn trace_spec(spec: &str) -> Option<(&str, Option<&str>)> {
-    if is_trace_file(Path::new(spec)) {
+    // A file named as traces are (`.smtt`) is one, damaged or not: its reading says what is
+    // wrong with it, not a TOML parser.
+    let trace = |p: &Path| {
+        is_trace_file(p) || (p.extension().is_some_and(|e| e == "smtt") && p.is_file())
+    };
+    if trace(Path::new(spec)) {
         return Some((spec, None));
     }
     let (file, profile) = spec.rsplit_once('@')?;
-    is_trace_file(Path::new(file)).then_some((file, Some(profile)))
+    trace(Path::new(file)).then_some((file, Some(profile)))
 }
 
 /// Loads `spec` as a trace workload if it names a trace file (`FILE` or `FILE@PROFILE`); returns

@@ -463,15 +463,18 @@ pub fn matrix(
     let outcomes: Vec<PairOutcome> = groups.into_iter().flatten().collect();
     let mut settings = BTreeMap::new();
     settings.insert("seed".into(), proto.seed.to_string());
-    settings.insert(
-        "warmup_instructions".into(),
-        proto.warmup_instructions.to_string(),
-    );
-    settings.insert(
-        "measure_instructions".into(),
-        proto.measure_instructions.to_string(),
-    );
-    if placement == Placement::Timeshare {
+    // A time-shared pair is measured over rounds of quanta, not instruction windows: only the
+    // settings that decided it are recorded.
+    if placement != Placement::Timeshare {
+        settings.insert(
+            "warmup_instructions".into(),
+            proto.warmup_instructions.to_string(),
+        );
+        settings.insert(
+            "measure_instructions".into(),
+            proto.measure_instructions.to_string(),
+        );
+    } else {
         settings.insert("quantum_cycles".into(), proto.quantum_cycles.to_string());
         settings.insert(
             "timeshare_rounds".into(),

@@ -51,7 +51,15 @@ impl Plan for CorunPlan {
             return json_out(&self.json_report(&threads, &r, speedup));
         }
         out(&table(&threads, &r).render())?;
-        out(&format!("system speedup {speedup:.3}\n"))
+        out(&format!("system speedup {speedup:.3}\n"))?;
+        // Threads sharing a CPU are measured as time-shared pairs are: over rounds of quanta.
+        if smtsched_model::first_repeat(&self.cpus).is_some() {
+            out(&format!(
+                "time-shared CPU: measured over rounds of {:.1} ms quanta after a round of warm-up (--instructions and --warmup do not apply)\n",
+                self.protocol.quantum_cycles as f64 / (self.machine.clock_ghz * 1e6)
+            ))?;
+        }
+        Ok(())
     }
 }
 

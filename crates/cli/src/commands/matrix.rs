@@ -74,13 +74,12 @@ impl Plan for MatrixPlan {
         }
         let proto = &self.protocol;
         out(&format!(
-            "Performance ratio of the row workload running with the column workload: {} on {}, placement {}, seed {}, {} + {} instructions per window ({:.1} s)\n\n",
+            "Performance ratio of the row workload running with the column workload: {} on {}, placement {}, seed {}, {} ({:.1} s)\n\n",
             n,
             m.name,
             self.placement,
             proto.seed,
-            proto.warmup_instructions,
-            proto.measure_instructions,
+            window_text(proto, self.placement, m),
             elapsed
         ))?;
         out(&render_grid(&matrix))?;
@@ -88,5 +87,22 @@ impl Plan for MatrixPlan {
         out(&render_speedup_grid(&matrix))?;
         out("\n")?;
         out(&render_summary(&summary))
+    }
+}
+
+/// What a pair's measurement window is: instructions, or for time-shared pairs rounds of quanta
+/// (which `--instructions` and `--warmup` do not change).
+fn window_text(proto: &Protocol, placement: Placement, m: &MachineModel) -> String {
+    if placement == Placement::Timeshare {
+        let quantum_ms = proto.quantum_cycles as f64 / (m.clock_ghz * 1e6);
+        format!(
+            "{} round(s) of {quantum_ms:.1} ms quanta after a round of warm-up per window (time-shared: --instructions and --warmup do not apply)",
+            proto.timeshare_rounds
+        )
+    } else {
+        format!(
+            "{} + {} instructions per window",
+            proto.warmup_instructions, proto.measure_instructions
+        )
     }
 }

@@ -240,7 +240,7 @@ impl RunPlan {
             if self.replicated {
                 "with its samples"
             } else {
-                "once the oracle was warm"
+                "after the oracle's solo samples (a situation a run meets first is sampled in it)"
             },
             threads
         )
