@@ -389,9 +389,8 @@ impl InstructionSource for TraceStream {
 pub fn trace_spec(spec: &str) -> Option<(&str, Option<&str>)> {
     // A file named as traces are (`.smtt`) is one, damaged or not: its reading says what is
     // wrong with it, not a TOML parser.
-    let trace = |p: &Path| {
-        is_trace_file(p) || (p.extension().is_some_and(|e| e == "smtt") && p.is_file())
-    };
+    let trace =
+        |p: &Path| is_trace_file(p) || (p.extension().is_some_and(|e| e == "smtt") && p.is_file());
     if trace(Path::new(spec)) {
         return Some((spec, None));
     }
