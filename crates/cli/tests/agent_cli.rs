@@ -150,6 +150,38 @@ fn matrix(dir: &Path) -> PathBuf {
     p
 }
 
+/// Three busy loops at nice `nice`, `nice` + 1 and `nice` + 2 on CPUs 0-1, labelled as the
+/// first three kernels, with their settings before any agent runs.
+struct Labelled {
+    procs: Vec<Busy>,
+    before: Vec<Seen>,
+    /// `--pid` for all three.
+    pid_list: String,
+    /// `--label PID=KERNEL` for each.
+    labels: Vec<String>,
+}
+
+fn labelled_loops(nice: i32) -> Labelled {
+    let procs: Vec<Busy> = (0..3).map(|_| Busy::start()).collect();
+    for (i, p) in procs.iter().enumerate() {
+        set_own(p.pid(), nice + i as i32, "0-1");
+    }
+    Labelled {
+        before: procs.iter().map(|p| seen(p.pid())).collect(),
+        pid_list: procs
+            .iter()
+            .map(|p| p.pid().to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+        labels: procs
+            .iter()
+            .zip(KERNELS)
+            .map(|(p, k)| format!("{}={k}", p.pid()))
+            .collect(),
+        procs,
+    }
+}
+
 fn start_agent(dir: &Path, args: &[&str]) -> Child {
     let mut full = vec!["agent", "run"];
     full.extend_from_slice(args);
@@ -394,21 +426,12 @@ fn after_sigkill_the_next_start_restores_cgroups_affinity_and_nice() {
     let pairs = matrix(dir.path());
     let state = dir.path().join("state");
     let log = dir.path().join("decisions.jsonl");
-    let procs: Vec<Busy> = (0..3).map(|_| Busy::start()).collect();
-    for (i, p) in procs.iter().enumerate() {
-        set_own(p.pid(), i as i32, "0-1");
-    }
-    let before: Vec<Seen> = procs.iter().map(|p| seen(p.pid())).collect();
-    let pid_list = procs
-        .iter()
-        .map(|p| p.pid().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let labels: Vec<String> = procs
-        .iter()
-        .zip(KERNELS)
-        .map(|(p, k)| format!("{}={k}", p.pid()))
-        .collect();
+    let Labelled {
+        procs,
+        before,
+        pid_list,
+        labels,
+    } = labelled_loops(0);
     let mut args = vec![
         "--policy",
         "plan",
@@ -973,21 +996,12 @@ fn a_second_agent_leaves_the_first_ones_threads_and_launched_commands_die_with_a
     let pairs = matrix(d);
     let state = d.join("state");
     let log = d.join("decisions.jsonl");
-    let procs: Vec<Busy> = (0..3).map(|_| Busy::start()).collect();
-    for (i, p) in procs.iter().enumerate() {
-        set_own(p.pid(), 3 + i as i32, "0-1");
-    }
-    let before: Vec<Seen> = procs.iter().map(|p| seen(p.pid())).collect();
-    let pid_list = procs
-        .iter()
-        .map(|p| p.pid().to_string())
-        .collect::<Vec<_>>()
-        .join(",");
-    let labels: Vec<String> = procs
-        .iter()
-        .zip(KERNELS)
-        .map(|(p, k)| format!("{}={k}", p.pid()))
-        .collect();
+    let Labelled {
+        procs,
+        before,
+        pid_list,
+        labels,
+    } = labelled_loops(3);
     let args = |duration: &'static str| {
         let mut a = vec![
             "--policy".to_string(),
