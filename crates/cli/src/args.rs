@@ -207,9 +207,10 @@ pub struct SimArgs {
     /// Instructions each thread runs before its window, to warm the caches.
     #[arg(long, default_value_t = 1_000_000)]
     pub warmup: u64,
-    /// Time slice for threads sharing one logical CPU, in milliseconds of simulated time.
-    #[arg(long, default_value_t = 10.0)]
-    pub quantum_ms: f64,
+    /// Time slice for threads sharing one logical CPU, in milliseconds of simulated time
+    /// (default 10; only where threads share one).
+    #[arg(long)]
+    pub quantum_ms: Option<f64>,
     /// Time-shared pairs: simulate every cycle of every quantum. By default a quantum is
     /// simulated only while the thread's caches refill; once its miss rates are its solo rates
     /// and its rate has settled, the rest of the quantum is credited at the rates of an interval
@@ -260,9 +261,10 @@ pub struct MatrixArgs {
     /// packages where possible) or timeshare (one logical CPU, time-sliced).
     #[arg(long, short_alias = 'p', default_value = "siblings")]
     pub placement: smtsched_model::Placement,
-    /// Measured rounds of a time-shared run (each thread runs one quantum per round).
-    #[arg(long, default_value_t = 2)]
-    pub rounds: u32,
+    /// Measured rounds of a time-shared run (each thread runs one quantum per round; default 2;
+    /// only with `-p timeshare`).
+    #[arg(long)]
+    pub rounds: Option<u32>,
     /// Print JSON (summary and matrix) instead of tables.
     #[arg(long)]
     pub json: bool,

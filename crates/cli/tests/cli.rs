@@ -527,7 +527,24 @@ fn options_that_would_change_nothing_or_name_the_wrong_thing_are_refused() {
     let d = dir.path();
     // A recorded trace where a description belongs: the header a trace file starts with.
     std::fs::write(d.join("t.smtt"), b"SMTTRACE\x01\x00\x00\x00\xff\xfe").unwrap();
-    let cases: [(&[&str], &[&str]); 12] = [
+    let cases: [(&[&str], &[&str]); 14] = [
+        // Time-sharing settings where no thread shares a CPU.
+        (
+            &["solo", "gzip-like", "--quantum-ms", "5"],
+            &["--quantum-ms", "share a logical CPU"],
+        ),
+        (
+            &[
+                "matrix",
+                "-w",
+                "gzip-like",
+                "-p",
+                "siblings",
+                "--rounds",
+                "3",
+            ],
+            &["--rounds", "share a logical CPU"],
+        ),
         // A file of what never happens: fair on Linux 2.4 acts through goodness() hooks.
         (
             &["run", "-p", "fair", "--decisions", "d.jsonl"],

@@ -28,7 +28,8 @@ impl Plan for CorunPlan {
             Some(list) => thread_cpus(&machine, list, workloads.len())?,
             None => default_cpus(&machine, workloads.len())?.0,
         };
-        let protocol = protocol(&a.sim, &machine, 1)?;
+        let time_shared = smtsched_model::first_repeat(&cpus).is_some();
+        let protocol = protocol(&a.sim, &machine, (None, 1), time_shared)?;
         Ok(CorunPlan {
             machine,
             workloads,

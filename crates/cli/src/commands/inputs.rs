@@ -45,13 +45,35 @@ pub(crate) fn refs(loaded: &[Box<dyn Workload>]) -> Vec<&dyn Workload> {
 }
 
 /// The measurement protocol the simulation options describe.
-pub(crate) fn protocol(sim: &SimArgs, machine: &MachineModel, rounds: u32) -> Result<Protocol> {
-    if !(sim.quantum_ms > 0.0 && sim.quantum_ms.is_finite()) {
+/// The co-run protocol `sim` gives; `time_shared`: whether threads share a logical CPU, the only
+/// runs the quantum, `--full-quanta` and the rounds (`rounds`, given by `matrix` alone; else
+/// `default_rounds`) apply to — given where none does, they are refused, as they would change
+/// nothing.
+pub(crate) fn protocol(
+    sim: &SimArgs,
+    machine: &MachineModel,
+    (rounds, default_rounds): (Option<u32>, u32),
+    time_shared: bool,
+) -> Result<Protocol> {
+    if !time_shared {
+        let given = [
+            ("--quantum-ms", sim.quantum_ms.is_some()),
+            ("--full-quanta", sim.full_quanta),
+            ("--rounds", rounds.is_some()),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(bad_input(format!(
+                "{flag} applies to threads that share a logical CPU, and none does here"
+            )));
+        }
+    }
+    let quantum_ms = sim.quantum_ms.unwrap_or(10.0);
+    if !(quantum_ms > 0.0 && quantum_ms.is_finite()) {
         return Err(bad_input(format!(
-            "--quantum-ms {}: must be a positive number of milliseconds",
-            sim.quantum_ms
+            "--quantum-ms {quantum_ms}: must be a positive number of milliseconds"
         )));
     }
+    let rounds = rounds.unwrap_or(default_rounds);
     if rounds == 0 {
         return Err(bad_input(
             "--rounds 0: at least one measured round is needed",
@@ -61,7 +83,7 @@ pub(crate) fn protocol(sim: &SimArgs, machine: &MachineModel, rounds: u32) -> Re
         seed: sim.seed,
         warmup_instructions: sim.warmup,
         measure_instructions: sim.instructions,
-        quantum_cycles: (sim.quantum_ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64,
+        quantum_cycles: (quantum_ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64,
         timeshare_rounds: rounds,
         refill_only: !sim.full_quanta,
     })

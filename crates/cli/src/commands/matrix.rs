@@ -36,7 +36,8 @@ impl Plan for MatrixPlan {
                 a.workloads
             )));
         }
-        let protocol = protocol(&a.sim, &machine, a.rounds)?;
+        let time_shared = a.placement == Placement::Timeshare;
+        let protocol = protocol(&a.sim, &machine, (a.rounds, 2), time_shared)?;
         let files = MatrixFiles::checked(a.files)?;
         Ok(MatrixPlan {
             machine,

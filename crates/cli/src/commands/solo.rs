@@ -31,7 +31,8 @@ impl Plan for SoloPlan {
                 machine.logical_cpus() - 1
             )));
         }
-        let protocol = protocol(&a.sim, &machine, 1)?;
+        // One thread on one CPU: nothing is time-shared.
+        let protocol = protocol(&a.sim, &machine, (None, 1), false)?;
         Ok(SoloPlan {
             machine,
             workload,
