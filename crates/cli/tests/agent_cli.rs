@@ -683,6 +683,47 @@ fn bad_input_is_refused_in_one_line_and_nothing_changes() {
         &["--period-ms 0"],
     );
     assert_bad_input(
+        &smtsched(
+            d,
+            &[
+                "agent",
+                "run",
+                "--state-dir",
+                st,
+                "--pid",
+                &pid,
+                "--duration",
+                "1e300",
+            ],
+        ),
+        &["--duration 1e300", "at most 1e9"],
+    );
+    // A label of nothing managed; a socket where none can be made.
+    assert_bad_input(
+        &run(&["--pid", &pid, "--label", "999999999=x"]),
+        &["--label", "not one of --pid"],
+    );
+    assert_bad_input(
+        &run(&["--pid", &pid, "--socket", "/nonexistent/x.sock"]),
+        &["--socket", "/nonexistent"],
+    );
+    // What a launched task cannot be given, and a topology with a CPU in two cores.
+    std::fs::write(
+        d.join("grouped.toml"),
+        "[[group]]\nname = \"g\"\nweight = 200\n[[task]]\nworkload = \"dense-fp\"\ngroup = \"g\"\n",
+    )
+    .unwrap();
+    assert_bad_input(&run(&["--tasks", "grouped.toml"]), &["task[0].group"]);
+    let mut t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(one_core_topology(d)).unwrap()).unwrap();
+    let core = t["cores"][0].clone();
+    t["cores"].as_array_mut().unwrap().push(core);
+    std::fs::write(d.join("twice.json"), t.to_string()).unwrap();
+    assert_bad_input(
+        &run(&["--pid", &pid, "--topology", "twice.json"]),
+        &["--topology twice.json", "is in 2 cores"],
+    );
+    assert_bad_input(
         &run(&["--pid", &pid, "--policy", "plan"]),
         &["plan needs PR estimates", "--matrix"],
     );

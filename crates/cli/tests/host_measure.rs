@@ -383,6 +383,12 @@ fn bad_input_is_refused_before_anything_runs() {
         &m(&["-w", "dense-fp", "--footprint", "dense-fp=lots"]),
         &["lots"],
     );
+    // No work, or a wait no timer holds: one line (nothing said before it).
+    assert_bad_input(&m(&["-w", "dense-fp", "--work", "dense-fp=0"]), &["--work"]);
+    assert_bad_input(
+        &m(&["-w", "dense-fp", "--timeout-s", "1e300"]),
+        &["--timeout-s 1e300", "at most 86400"],
+    );
     assert!(
         files_in(dir.path()).is_empty(),
         "no output file after bad input"

@@ -204,6 +204,22 @@ fn bad_task_sets_are_refused_before_anything_runs() {
         &smtsched(d, &["measure", "sched", "cpu.toml", "--duration", "0"]),
         &["--duration"],
     );
+    // Times a timer cannot hold, or a simulation would take days over.
+    std::fs::write(
+        d.join("one-cpu.toml"),
+        "[[task]]\nworkload = \"gzip-like\"\n",
+    )
+    .unwrap();
+    for (flag, value, says) in [
+        ("--duration", "1e20", "at most 86400"),
+        ("--warmup", "1e300", "at most 86400"),
+        ("--sim-duration", "1e7", "at most 1000000"),
+    ] {
+        assert_bad_input(
+            &smtsched(d, &["measure", "sched", "one-cpu.toml", flag, value]),
+            &[flag, says],
+        );
+    }
     // A saved report of another task set (as many tasks, others) is not compared with this one.
     std::fs::write(d.join("one.toml"), "[[task]]\nworkload = \"gzip-like\"\n").unwrap();
     std::fs::write(

@@ -387,6 +387,22 @@ fn bad_input_is_refused_in_one_line_before_anything_starts() {
         ),
         (vec!["--rate", "0"], vec!["--rate 0"]),
         (vec!["--file-bytes", "0"], vec!["--file-bytes 0"]),
+        // A file no memory held (it was built whole in memory: an abort, and the server's
+        // directory left behind).
+        (
+            vec!["--file-bytes", "99999999999999"],
+            vec!["--file-bytes 99999999999999", "1 GiB"],
+        ),
+        // Two placements of one name would be reported as one.
+        (
+            vec![
+                "--placement",
+                "UP:server=0,softirq=0,client=1",
+                "--placement",
+                "UP:server=1,softirq=1,client=0",
+            ],
+            vec!["--placement", "named UP"],
+        ),
         (
             vec!["--placement", "x:server=99,softirq=0,client=1"],
             vec!["CPU 99", "not online"],

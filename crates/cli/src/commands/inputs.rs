@@ -140,6 +140,17 @@ pub(crate) fn check_time(flag: &str, v: f64, zero_ok: bool, max: f64, unit: &str
     }
     let least = if zero_ok { "0" } else { "above 0" };
     Err(bad_input(format!(
-        "{flag} {v}: must be a number of {unit} {least} and at most {max}"
+        "{flag} {}: must be a number of {unit} {least} and at most {}",
+        short_number(v),
+        short_number(max)
     )))
+}
+
+/// A number as a person would write it: large ones as powers of ten (`1e300`, not 301 digits).
+fn short_number(v: f64) -> String {
+    if v.abs() >= 1e7 && v.is_finite() {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
 }
