@@ -245,6 +245,15 @@ pub enum ExperimentKind {
     Estimator,
 }
 
+impl ExperimentKind {
+    /// The kind as an experiment file spells it, quoted as there (`"pairs"`): what messages name.
+    pub fn quoted(self) -> String {
+        serde_json::to_value(self)
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    }
+}
+
 /// What the paper reports, printed beside the result.
 #[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
@@ -366,7 +375,7 @@ pub fn experiment_from_source(
                     format!(
                         "{} is not measured by a {} experiment",
                         serde_json::to_value(c.metric).unwrap_or_default(),
-                        serde_json::to_value(e.kind).unwrap_or_default()
+                        e.kind.quoted()
                     ),
                 ));
             }

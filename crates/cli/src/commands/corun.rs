@@ -1,10 +1,10 @@
 //! `corun`: several workloads together on chosen logical CPUs.
 
 use super::plan::Plan;
-use super::{json_out, out, protocol, thread_cpus, workloads};
+use super::{json_out, out, protocol, thread_cpus, window_text, workloads};
 use crate::args::CorunArgs;
 use anyhow::Result;
-use smtsched_model::MachineModel;
+use smtsched_model::{MachineModel, Placement};
 use smtsched_report::Table;
 use smtsched_uarch::protocol::{corun, default_cpus, CorunThread};
 use smtsched_uarch::{Protocol, Workload};
@@ -55,10 +55,8 @@ impl Plan for CorunPlan {
         out(&format!("system speedup {speedup:.3}\n"))?;
         // Threads sharing a CPU are measured as time-shared pairs are: over rounds of quanta.
         if smtsched_model::first_repeat(&self.cpus).is_some() {
-            out(&format!(
-                "time-shared CPU: measured over rounds of {:.1} ms quanta after a round of warm-up (--instructions and --warmup do not apply)\n",
-                self.protocol.quantum_cycles as f64 / (self.machine.clock_ghz * 1e6)
-            ))?;
+            let window = window_text(&self.protocol, Placement::Timeshare, &self.machine);
+            out(&format!("window: {window}\n"))?;
         }
         Ok(())
     }

@@ -5,7 +5,7 @@ use crate::args::SimArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_machine, load_workload};
-use smtsched_model::{CpuSequence, MachineModel, Override};
+use smtsched_model::{CpuSequence, MachineModel, Override, Placement};
 use smtsched_uarch::{Protocol, Workload};
 
 pub(crate) fn machine(name: &str, set: &[Override]) -> Result<MachineModel> {
@@ -128,6 +128,9 @@ pub(crate) fn linear_model(file: &std::path::Path) -> Result<smtsched_os::Linear
     smtsched_os::LinearModel::load(file).map_err(|e| bad_input(format!("--estimator {e}")))
 }
 
+/// Simulated time an OS run lasts, at most (time stays bounded).
+pub(crate) const MAX_SIMULATED_SECONDS: f64 = 1e6;
+
 /// Real time a command waits or measures, at most: a day.
 pub(crate) const MAX_REAL_SECONDS: f64 = 86_400.0;
 
@@ -152,5 +155,22 @@ fn short_number(v: f64) -> String {
         format!("{v:e}")
     } else {
         v.to_string()
+    }
+}
+
+/// What a pair's measurement window is: instructions, or for time-shared pairs rounds of quanta
+/// (which `--instructions` and `--warmup` do not change).
+pub(crate) fn window_text(proto: &Protocol, placement: Placement, m: &MachineModel) -> String {
+    if placement == Placement::Timeshare {
+        let quantum_ms = proto.quantum_cycles as f64 / (m.clock_ghz * 1e6);
+        format!(
+            "{} round(s) of {quantum_ms:.1} ms quanta after a round of warm-up per window (time-shared: --instructions and --warmup do not apply)",
+            proto.timeshare_rounds
+        )
+    } else {
+        format!(
+            "{} + {} instructions per window",
+            proto.warmup_instructions, proto.measure_instructions
+        )
     }
 }

@@ -2,7 +2,10 @@
 
 use super::plan::Plan;
 use super::MatrixFiles;
-use super::{counting_bar, json_out, out, protocol, refs, workload_names, workloads, write_files};
+use super::{
+    counting_bar, json_out, out, protocol, refs, window_text, workload_names, workloads,
+    write_files,
+};
 use crate::args::MatrixArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
@@ -88,22 +91,5 @@ impl Plan for MatrixPlan {
         out(&render_speedup_grid(&matrix))?;
         out("\n")?;
         out(&render_summary(&summary))
-    }
-}
-
-/// What a pair's measurement window is: instructions, or for time-shared pairs rounds of quanta
-/// (which `--instructions` and `--warmup` do not change).
-fn window_text(proto: &Protocol, placement: Placement, m: &MachineModel) -> String {
-    if placement == Placement::Timeshare {
-        let quantum_ms = proto.quantum_cycles as f64 / (m.clock_ghz * 1e6);
-        format!(
-            "{} round(s) of {quantum_ms:.1} ms quanta after a round of warm-up per window (time-shared: --instructions and --warmup do not apply)",
-            proto.timeshare_rounds
-        )
-    } else {
-        format!(
-            "{} + {} instructions per window",
-            proto.warmup_instructions, proto.measure_instructions
-        )
     }
 }

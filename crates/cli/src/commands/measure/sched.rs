@@ -2,7 +2,9 @@
 //! present-day baseline, each task's CPU share side by side.
 
 use super::super::plan::Plan;
-use super::super::{check_outputs, check_time, json_out, out, write_file, MAX_REAL_SECONDS};
+use super::super::{
+    check_outputs, check_time, json_out, out, write_file, MAX_REAL_SECONDS, MAX_SIMULATED_SECONDS,
+};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -260,8 +262,13 @@ impl Plan for SchedPlan {
 fn check_times(a: &SchedArgs) -> Result<()> {
     check_time("--duration", a.duration, false, MAX_REAL_SECONDS, "seconds")?;
     check_time("--warmup", a.warmup, true, MAX_REAL_SECONDS, "seconds")?;
-    // As `run --duration`: simulated time.
-    check_time("--sim-duration", a.sim_duration, false, 1e6, "seconds")?;
+    check_time(
+        "--sim-duration",
+        a.sim_duration,
+        false,
+        MAX_SIMULATED_SECONDS,
+        "seconds",
+    )?;
     if a.attempts == 0 || a.sim_repeat == 0 {
         return Err(bad_input(
             "--attempts and --sim-repetitions must be at least 1",

@@ -77,10 +77,7 @@ impl AllPlan {
             .into_iter()
             .find(|f| kinds.iter().all(|&k| options.not_applying(k).contains(f)))
         {
-            let mut spelled: Vec<String> = kinds
-                .iter()
-                .map(|&k| serde_json::to_value(k).unwrap_or_default().to_string())
-                .collect();
+            let mut spelled: Vec<String> = kinds.iter().map(|k| k.quoted()).collect();
             spelled.sort();
             spelled.dedup();
             return Err(bad_input(format!(

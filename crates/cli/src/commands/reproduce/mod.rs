@@ -50,7 +50,7 @@ impl Plan for ReproducePlan {
                 "{}: {} would change nothing in an experiment of kind {}",
                 name,
                 unused.join(" and "),
-                serde_json::to_value(experiment.kind).unwrap_or_default()
+                experiment.kind.quoted()
             )));
         }
         check(&experiment, &options).with_context(|| name.to_string())?;

@@ -4,7 +4,7 @@ mod files;
 mod tasks;
 
 use super::plan::Plan;
-use super::{counting_bar, estimator, json_out, out};
+use super::{counting_bar, estimator, json_out, out, MAX_SIMULATED_SECONDS};
 use crate::args::RunArgs;
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -130,8 +130,6 @@ impl Plan for RunPlan {
     }
 }
 
-/// Longest run simulated (as for a task's run, burst or children: time stays bounded).
-const MAX_DURATION_S: f64 = 1e6;
 /// Fastest timer tick (Linux builds use 100 to 1000 Hz).
 const MAX_HZ: f64 = 10_000.0;
 
@@ -143,10 +141,10 @@ fn check_times(a: &RunArgs) -> Result<()> {
             a.stagger
         )));
     }
-    if !(a.duration > a.stagger && a.duration <= MAX_DURATION_S) {
+    if !(a.duration > a.stagger && a.duration <= MAX_SIMULATED_SECONDS) {
         return Err(bad_input(format!(
             "--duration {}: must be a number of seconds longer than --stagger {} and at most \
-             {MAX_DURATION_S:e}",
+             {MAX_SIMULATED_SECONDS:e}",
             a.duration, a.stagger
         )));
     }

@@ -29,7 +29,7 @@ pub fn tasks_of(text: &str) -> Result<Tasks> {
         if e.kind != smtsched_experiments::experiment::ExperimentKind::Policies {
             return Err(bad_input(format!(
                 "--tasks {text}: an experiment of kind {} has no task set (kind \"policies\" has)",
-                serde_json::to_value(e.kind).unwrap_or_default()
+                e.kind.quoted()
             )));
         }
         let cpus = e.cpus.as_deref().map(CpuSet::parse).transpose();
