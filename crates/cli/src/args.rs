@@ -337,9 +337,10 @@ pub struct RunArgs {
     /// Simulated seconds.
     #[arg(long, default_value_t = 3600.0, allow_negative_numbers = true)]
     pub duration: f64,
-    /// Length of one run of each task, in seconds alone (for a workload list; files set their own).
-    #[arg(long, default_value_t = 60.0)]
-    pub run_seconds: f64,
+    /// Length of one run of each task, in seconds alone, for a workload list [default: 60] (a
+    /// task-set or experiment file sets each task's own).
+    #[arg(long)]
+    pub run_seconds: Option<f64>,
     /// Tasks start at random times in the first seconds; runs count after this many seconds.
     #[arg(long, default_value_t = 10.0)]
     pub stagger: f64,
@@ -357,9 +358,10 @@ pub struct RunArgs {
     #[arg(long, default_value = "simulated")]
     pub oracle: smtsched_os::oracle::OracleSpec,
     /// Kernel build the workloads' kernel work runs on: `smp` (spinlocks and atomics execute
-    /// locked instructions) or `up` (they compile away), as Ruan et al.'s 1T-SMP and 1T-UP.
-    #[arg(long, default_value = "smp", value_parser = kernel_build())]
-    pub kernel: smtsched_model::KernelBuild,
+    /// locked instructions) or `up` (they compile away), as Ruan et al.'s 1T-SMP and 1T-UP
+    /// [default: smp]. It shapes the simulated oracle (a measured matrix was measured on one).
+    #[arg(long, value_parser = kernel_build())]
+    pub kernel: Option<smtsched_model::KernelBuild>,
     /// Estimator for the policies: `machine` (the regression fitted on the machine simulated by
     /// the thesis's method, `models/MACHINE.toml`; the default where one is shipped), `thesis`
     /// (the published Northwood regression; the default elsewhere), `perfect` (the oracle's true

@@ -19,6 +19,11 @@ fn with_small<'a>(args: &[&'a str]) -> Vec<&'a str> {
     args.iter().chain(SMALL).copied().collect()
 }
 
+/// The histogram part of [`SMALL`]: `groups` simulates no window, and refuses cycle counts.
+fn with_small_histograms<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    args.iter().chain(&SMALL[..4]).copied().collect()
+}
+
 #[test]
 fn histogram_has_fewer_than_twenty_buckets_and_predicts_both_caches() {
     let dir = tempfile::tempdir().unwrap();
@@ -102,7 +107,7 @@ fn groups_enumerates_every_group_and_builds_both_schedules() {
     let dir = tempfile::tempdir().unwrap();
     let o = smtsched(
         dir.path(),
-        &with_small(&[
+        &with_small_histograms(&[
             "cachemodel",
             "groups",
             "-w",
@@ -279,9 +284,15 @@ fn bad_input_exits_2_with_one_line() {
     assert_bad_input(&o, &["size_bytes"]);
     let o = smtsched(
         dir.path(),
-        &with_small(&["cachemodel", "groups", "-w", "gzip-like", "--contexts", "0"]),
+        &with_small_histograms(&["cachemodel", "groups", "-w", "gzip-like", "--contexts", "0"]),
     );
     assert_bad_input(&o, &["--contexts"]);
+    // The group search reads histograms only: a simulated window would change nothing.
+    let o = smtsched(
+        dir.path(),
+        &with_small(&["cachemodel", "groups", "-w", "gzip-like"]),
+    );
+    assert_bad_input(&o, &["--warmup-cycles", "histograms alone"]);
     // Nothing was written.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

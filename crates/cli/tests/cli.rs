@@ -527,7 +527,11 @@ fn options_that_would_change_nothing_or_name_the_wrong_thing_are_refused() {
     let d = dir.path();
     // A recorded trace where a description belongs: the header a trace file starts with.
     std::fs::write(d.join("t.smtt"), b"SMTTRACE\x01\x00\x00\x00\xff\xfe").unwrap();
-    let cases: [(&[&str], &[&str]); 14] = [
+    let set_a = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/thesis-set-a.toml"
+    );
+    let cases: [(&[&str], &[&str]); 16] = [
         // Time-sharing settings where no thread shares a CPU.
         (
             &["solo", "gzip-like", "--quantum-ms", "5"],
@@ -621,6 +625,15 @@ fn options_that_would_change_nothing_or_name_the_wrong_thing_are_refused() {
         (
             &["run", "-p", "naive,no-such-policy"],
             &["no-such-policy", "core-sched"],
+        ),
+        // A file sets each task's run length; a measured matrix has no kernel build to choose.
+        (
+            &["run", "-t", set_a, "--run-seconds", "5"],
+            &["--run-seconds 5", "thesis-set-a.toml", "run_seconds"],
+        ),
+        (
+            &["run", "--oracle", "measured:m.json", "--kernel", "up"],
+            &["--kernel up", "measured:m.json", "simulated oracle"],
         ),
     ];
     for (args, needles) in cases {

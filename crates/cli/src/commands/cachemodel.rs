@@ -44,12 +44,13 @@ pub struct ModelArgs {
     /// Single-cache model: statcache (random replacement, the paper's) or statstack (LRU).
     #[arg(long = "cache-model", alias = "model", default_value = "statcache")]
     pub model: Solver,
-    /// Simulated cycles before the measured window of every simulation.
-    #[arg(long, default_value_t = 2_000_000)]
-    pub warmup_cycles: u64,
-    /// Simulated cycles measured.
-    #[arg(long, default_value_t = 4_000_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub measure_cycles: u64,
+    /// Simulated cycles before the measured window of every simulation [default: 2000000] (not
+    /// for `groups`, which simulates nothing it reports).
+    #[arg(long)]
+    pub warmup_cycles: Option<u64>,
+    /// Simulated cycles measured [default: 4000000] (not for `groups`).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub measure_cycles: Option<u64>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -69,9 +70,10 @@ impl ModelArgs {
     }
 
     fn cycles(&self) -> CycleWindow {
+        let default = ModelOptions::default().solo;
         CycleWindow {
-            warmup_cycles: self.warmup_cycles,
-            measure_cycles: self.measure_cycles,
+            warmup_cycles: self.warmup_cycles.unwrap_or(default.warmup_cycles),
+            measure_cycles: self.measure_cycles.unwrap_or(default.measure_cycles),
         }
     }
 
@@ -271,6 +273,18 @@ fn groups(
             "{} threads: the group search takes at most 64",
             all.len()
         )));
+    }
+    // The group search works from the histograms alone: a simulated window would change nothing.
+    for (flag, given) in [
+        ("--warmup-cycles", models.opts.warmup_cycles.is_some()),
+        ("--measure-cycles", models.opts.measure_cycles.is_some()),
+    ] {
+        if given {
+            return Err(bad_input(format!(
+                "{flag}: cachemodel groups ranks groups from the reuse-distance histograms alone \
+                 and simulates no window"
+            )));
+        }
     }
     let contexts = contexts.unwrap_or(models.machine.logical_cpus() as usize);
     if contexts == 0 {

@@ -51,13 +51,14 @@ impl Plan for CorunPlan {
         if self.json {
             return json_out(&self.json_report(&threads, &r, speedup));
         }
-        out(&table(&threads, &r).render())?;
-        out(&format!("system speedup {speedup:.3}\n"))?;
-        // Threads sharing a CPU are measured as time-shared pairs are: over rounds of quanta.
+        // Threads sharing a CPU are measured as time-shared pairs are: over rounds of quanta. Said
+        // first, as a machine with too few CPUs time-shares without being asked to.
         if smtsched_model::first_repeat(&self.cpus).is_some() {
             let window = window_text(&self.protocol, Placement::Timeshare, &self.machine);
             out(&format!("window: {window}\n"))?;
         }
+        out(&table(&threads, &r).render())?;
+        out(&format!("system speedup {speedup:.3}\n"))?;
         Ok(())
     }
 }

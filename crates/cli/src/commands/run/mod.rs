@@ -67,10 +67,18 @@ impl Plan for RunPlan {
             cpus: experiment_cpus,
         } = tasks_of(&a.tasks)?;
         let tasks_file = Path::new(&a.tasks).is_file().then(|| a.tasks.clone());
-        if tasks_file.is_none() {
-            for t in &mut set.tasks {
-                t.run_seconds = a.run_seconds;
+        match (&tasks_file, a.run_seconds) {
+            (Some(file), Some(s)) => {
+                return Err(bad_input(format!(
+                    "--run-seconds {s}: {file} sets each task's own run_seconds (edit the file)"
+                )))
             }
+            (None, s) => {
+                for t in &mut set.tasks {
+                    t.run_seconds = s.unwrap_or(DEFAULT_RUN_SECONDS);
+                }
+            }
+            (Some(_), None) => {}
         }
         set.validate()
             .map_err(|e| bad_input(format!("--tasks: {e}")))?;
@@ -84,7 +92,15 @@ impl Plan for RunPlan {
         };
         files.check()?;
         check_decisions_recorded(&files, a.baseline, a.policies[0])?;
-        let oracle = oracle(&a.oracle, &m, &set, a.seed, a.kernel)?;
+        if let (OracleSpec::Measured(path), Some(build)) = (&a.oracle, a.kernel) {
+            return Err(bad_input(format!(
+                "--kernel {build}: with --oracle measured:{} the matrix's figures are used as \
+                 they are; --kernel applies to the simulated oracle",
+                path.display()
+            )));
+        }
+        let kernel = a.kernel.unwrap_or_default();
+        let oracle = oracle(&a.oracle, &m, &set, a.seed, kernel)?;
         let mut config = SimConfig::new(a.baseline, a.duration, a.seed);
         config.hz = a.hz.unwrap_or(a.baseline.default_hz());
         config.stagger_s = a.stagger;
@@ -101,7 +117,7 @@ impl Plan for RunPlan {
             tasks_file,
             oracle,
             replicated: matches!(a.oracle, OracleSpec::Simulated) && a.repeat > 1,
-            kernel: a.kernel,
+            kernel,
             policies: a.policies,
             repeat: a.repeat,
             config,
@@ -129,6 +145,9 @@ impl Plan for RunPlan {
         self.tables(&results)
     }
 }
+
+/// Length of one run of each task of a workload list, in seconds alone.
+const DEFAULT_RUN_SECONDS: f64 = 60.0;
 
 /// Fastest timer tick (Linux builds use 100 to 1000 Hz).
 const MAX_HZ: f64 = 10_000.0;
