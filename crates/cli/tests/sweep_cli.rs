@@ -146,6 +146,51 @@ fn a_sweep_killed_midway_continues_into_the_results_of_one_run() {
     assert!(!kept.exists());
 }
 
+/// Two commands writing one output at once would mix their jobs in one journal: while the first
+/// runs (stopped here, so that it cannot finish first), a second is refused, naming it; once the
+/// first is killed with SIGKILL, its claim is gone and the same command continues its jobs.
+#[test]
+fn a_second_run_writing_the_same_output_is_refused_while_the_first_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sweep = write(d, "s.toml", PAIRS);
+    let run = ["sweep", "run", &sweep, "--threads", "1", "-o", "out.json"];
+    let journal = d.join("out.json.progress");
+    let mut first = std::process::Command::new(env!("CARGO_BIN_EXE_smtsched"))
+        .args(run)
+        .current_dir(d)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !journal.exists() {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "ended before its journal"
+        );
+        assert!(started.elapsed() < Duration::from_secs(300), "no journal");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: signals to the child this test started.
+    unsafe { libc::kill(first.id() as i32, libc::SIGSTOP) };
+    let kept = std::fs::read(&journal).unwrap();
+    let second = smtsched(d, &run);
+    let pid = format!("(pid {})", first.id());
+    assert_bad_input(&second, &["out.json.progress", "another smtsched", &pid]);
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        kept,
+        "the journal is as it was"
+    );
+    assert!(!d.join("out.json").exists());
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let third = smtsched(d, &run);
+    assert!(third.status.success());
+    assert!(util::stderr(&third).contains("continuing: "));
+    assert!(d.join("out.json").exists() && !journal.exists());
+}
+
 #[test]
 fn a_policies_sweep_runs_a_task_set_per_policy_and_seed() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,8 +1,10 @@
 //! A long command's finished items kept in a progress journal beside its output while it runs
 //! (see [`smtsched_experiments::progress`]): the same command, stopped, continues from them. The
 //! journal is written whole once by each run (atomically, as any output), then appended to, and
-//! removed once the output is in place.
+//! removed once the output is in place. While it runs, no other run may write the same journal
+//! ([`OneWriter`]).
 
+use super::one_writer::OneWriter;
 use super::write_file;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
@@ -31,6 +33,8 @@ pub(crate) struct Kept<T> {
     total: usize,
     /// Made before the first write (a report directory is made when first needed).
     make_dir: Option<PathBuf>,
+    /// No other run writes this journal meanwhile (let go after the journal is removed).
+    _writer: OneWriter,
 }
 
 struct State<T> {
@@ -66,6 +70,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
             inputs: k.inputs,
             run: k.run,
         };
+        let writer = OneWriter::claim(&path)?;
         let (file, unit, total) = (path.display(), k.unit, k.places.len());
         let done = match read_progress::<R, T>(&path, &id).map_err(bad_input)? {
             Earlier::Continue(items) => match foreign_place(&items, k.places) {
@@ -103,6 +108,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
             }),
             total,
             make_dir,
+            _writer: writer,
         })
     }
 

@@ -20,6 +20,7 @@ pub mod train;
 
 mod inputs;
 mod kept;
+mod one_writer;
 mod output;
 mod plan;
 mod progress;
