@@ -201,17 +201,28 @@ pub struct SimArgs {
     /// Seed from which every instruction stream derives.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Instructions in each thread's measured window.
-    #[arg(long, default_value_t = 2_000_000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub instructions: u64,
-    /// Instructions each thread runs before its window, to warm the caches.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub warmup: u64,
-    /// Time slice for threads sharing one logical CPU, in milliseconds of simulated time
-    /// (default 10; only where threads share one).
+    /// Instructions in each thread's measured window [default: 2000000] (not where threads
+    /// time-share a CPU: they are measured over rounds of quanta).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub instructions: Option<u64>,
+    /// Instructions each thread runs before its window, to warm the caches [default: 1000000]
+    /// (not where threads time-share a CPU: a round of quanta warms them).
+    #[arg(long)]
+    pub warmup: Option<u64>,
+}
+
+/// Options of threads that time-share a logical CPU (`corun`, `matrix`), refused where none does.
+#[derive(Args, Debug, Clone)]
+pub struct TimeshareArgs {
+    /// Time slice for threads sharing one logical CPU, in milliseconds of simulated time,
+    /// 0.1 to 1000 [default: 10].
     #[arg(long)]
     pub quantum_ms: Option<f64>,
-    /// Time-shared pairs: simulate every cycle of every quantum. By default a quantum is
+    /// Measured rounds of a time-shared run, after one round of warm-up (each thread runs one
+    /// quantum per round) [default: 2].
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Time-shared threads: simulate every cycle of every quantum. By default a quantum is
     /// simulated only while the thread's caches refill; once its miss rates are its solo rates
     /// and its rate has settled, the rest of the quantum is credited at the rates of an interval
     /// measured then (validated against this flag on every pair of the 22 SPEC stand-ins).
@@ -240,6 +251,8 @@ pub struct CorunArgs {
     pub workloads: Vec<String>,
     #[command(flatten)]
     pub sim: SimArgs,
+    #[command(flatten)]
+    pub timeshare: TimeshareArgs,
     /// Logical CPU of each thread in order, kernel list syntax (`2,3`, `0-3`); a CPU named twice
     /// is time-shared. Default: two threads on sibling threads of one core, else CPUs 0, 1, ….
     #[arg(long, alias = "placement", value_name = "LIST")]
@@ -257,14 +270,12 @@ pub struct MatrixArgs {
     pub workloads: String,
     #[command(flatten)]
     pub sim: SimArgs,
+    #[command(flatten)]
+    pub timeshare: TimeshareArgs,
     /// Where the pair runs: siblings (the two threads of one core), cores (two cores, separate
     /// packages where possible) or timeshare (one logical CPU, time-sliced).
     #[arg(long, short_alias = 'p', default_value = "siblings")]
     pub placement: smtsched_model::Placement,
-    /// Measured rounds of a time-shared run (each thread runs one quantum per round; default 2;
-    /// only with `-p timeshare`).
-    #[arg(long)]
-    pub rounds: Option<u32>,
     /// Print JSON (summary and matrix) instead of tables.
     #[arg(long)]
     pub json: bool,

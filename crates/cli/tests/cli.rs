@@ -203,19 +203,10 @@ fn matrix_writes_consistent_files_and_does_not_depend_on_host_threads() {
 #[test]
 fn placements_bracket_the_shared_core() {
     let dir = tempfile::tempdir().unwrap();
+    // Instruction windows, or for time sharing rounds of quanta.
+    let window = ["--instructions", "200000", "--warmup", "100000"];
     let prs = |placement: &str, extra: &[&str]| -> Vec<f64> {
-        let mut args = vec![
-            "matrix",
-            "-w",
-            "sixtrack-like",
-            "--instructions",
-            "200000",
-            "--warmup",
-            "100000",
-            "--json",
-            "-p",
-            placement,
-        ];
+        let mut args = vec!["matrix", "-w", "sixtrack-like", "--json", "-p", placement];
         args.extend_from_slice(extra);
         let o = smtsched(dir.path(), &args);
         assert!(o.status.success());
@@ -224,7 +215,7 @@ fn placements_bracket_the_shared_core() {
         vec![p["pr_a"].as_f64().unwrap(), p["pr_b"].as_f64().unwrap()]
     };
     // Two copies of a compute-bound program on separate packages share almost nothing.
-    for pr in prs("cores", &[]) {
+    for pr in prs("cores", &window) {
         assert!(pr > 0.97 && pr < 1.02, "cores: {pr}");
     }
     // Time-sharing one CPU: at most half each, less by the switch cost and the cache refill.
@@ -232,7 +223,7 @@ fn placements_bracket_the_shared_core() {
         assert!(pr > 0.40 && pr <= 0.5, "timeshare: {pr}");
     }
     // Siblings: in between.
-    for pr in prs("siblings", &[]) {
+    for pr in prs("siblings", &window) {
         assert!(pr > 0.5 && pr < 0.97, "siblings: {pr}");
     }
 }
@@ -301,6 +292,79 @@ fn corun_threads_time_sharing_a_cpu_each_get_their_share() {
         assert!(*pr > 0.25 && *pr <= 1.0 / 3.0 + 0.01, "{prs:?}");
     }
     assert!(v["system_speedup"].as_f64().unwrap() <= 1.01, "{v}");
+    // Two threads on one CPU are measured as the time-shared matrix measures their pair
+    // (refill-only quanta, two rounds), bit for bit.
+    let corun = smtsched(
+        dir.path(),
+        &["corun", "gzip-like", "mcf-like", "--cpus", "2,2", "--json"],
+    );
+    let matrix = smtsched(
+        dir.path(),
+        &[
+            "matrix",
+            "-w",
+            "gzip-like,mcf-like",
+            "-p",
+            "timeshare",
+            "--json",
+        ],
+    );
+    let corun_prs: Vec<f64> = util::json(&corun)["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pr"].as_f64().unwrap())
+        .collect();
+    let pair = util::json(&matrix)["matrix"]["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["a"] == 0 && p["b"] == 1)
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        corun_prs,
+        [
+            pair["pr_a"].as_f64().unwrap(),
+            pair["pr_b"].as_f64().unwrap()
+        ]
+    );
+}
+
+/// One file named for two outputs, or for an output and an input, would lose one of them; a
+/// device takes any number.
+#[test]
+fn an_output_naming_another_output_or_an_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let small = [
+        "-w",
+        "gzip-like",
+        "--instructions",
+        "20000",
+        "--warmup",
+        "100",
+    ];
+    let matrix = |files: &[&str]| smtsched(d, &[&["matrix"][..], &small, files].concat());
+    assert!(matrix(&["-o", "m.json"]).status.success());
+    let kept = std::fs::read(d.join("m.json")).unwrap();
+    assert_bad_input(
+        &matrix(&["-o", "x.json", "--csv", "./x.json"]),
+        &["x.json and ./x.json", "two outputs"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["plot", "m.json", "-o", "m.json"]),
+        &["m.json", "input"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["diff", "m.json", "m.json", "--svg", "./m.json"]),
+        &["./m.json", "input m.json"],
+    );
+    assert_eq!(std::fs::read(d.join("m.json")).unwrap(), kept);
+    assert!(!d.join("x.json").exists());
+    assert!(matrix(&["--csv", "/dev/null", "--svg", "/dev/null"])
+        .status
+        .success());
 }
 
 #[test]
@@ -531,11 +595,32 @@ fn options_that_would_change_nothing_or_name_the_wrong_thing_are_refused() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../experiments/thesis-set-a.toml"
     );
-    let cases: [(&[&str], &[&str]); 16] = [
+    let cases: [(&[&str], &[&str]); 17] = [
         // Time-sharing settings where no thread shares a CPU.
         (
-            &["solo", "gzip-like", "--quantum-ms", "5"],
+            &[
+                "corun",
+                "gzip-like",
+                "mcf-like",
+                "--cpus",
+                "0,1",
+                "--quantum-ms",
+                "5",
+            ],
             &["--quantum-ms", "share a logical CPU"],
+        ),
+        // An instruction window where threads are measured over rounds of quanta.
+        (
+            &[
+                "matrix",
+                "-w",
+                "gzip-like",
+                "-p",
+                "timeshare",
+                "--warmup",
+                "5",
+            ],
+            &["--warmup", "rounds of quanta"],
         ),
         (
             &[

@@ -531,22 +531,25 @@ impl Sweep {
 
 /// Numbers of the spec: finite and in range.
 fn check_numbers(s: &SweepSpec) -> Result<(), String> {
-    if !(1..=1_000_000_000_000).contains(&s.measure_instructions) {
+    use smtsched_uarch::protocol::{MAX_THREAD_INSTRUCTIONS, QUANTUM_MS};
+    if !(1..=MAX_THREAD_INSTRUCTIONS).contains(&s.measure_instructions) {
         return Err(format!(
-            "measure_instructions = {}: must be 1 to 10^12",
-            s.measure_instructions
+            "measure_instructions = {}: must be 1 to {:e}",
+            s.measure_instructions, MAX_THREAD_INSTRUCTIONS as f64
         ));
     }
-    if s.warmup_instructions > 1_000_000_000_000 {
+    if s.warmup_instructions > MAX_THREAD_INSTRUCTIONS {
         return Err(format!(
-            "warmup_instructions = {}: must be at most 10^12",
-            s.warmup_instructions
+            "warmup_instructions = {}: must be at most {:e}",
+            s.warmup_instructions, MAX_THREAD_INSTRUCTIONS as f64
         ));
     }
-    if !(s.quantum_ms >= 0.001 && s.quantum_ms <= 10_000.0) {
+    if !QUANTUM_MS.contains(&s.quantum_ms) {
         return Err(format!(
-            "quantum_ms = {}: must be 0.001 to 10000",
-            s.quantum_ms
+            "quantum_ms = {}: must be {} to {}",
+            s.quantum_ms,
+            QUANTUM_MS.start(),
+            QUANTUM_MS.end()
         ));
     }
     use smtsched_os::taskset::{MAX_RUN_S, MIN_RUN_S};

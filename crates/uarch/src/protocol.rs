@@ -33,6 +33,13 @@ pub struct Protocol {
     pub refill_only: bool,
 }
 
+/// Time slices a protocol may use, in ms: from finer than any OS's (a thread still gets work
+/// done in one) up to a second.
+pub const QUANTUM_MS: std::ops::RangeInclusive<f64> = 0.1..=1000.0;
+/// Instructions of a thread's warm-up, and of its window, at most (about 15 hours of simulation
+/// each).
+pub const MAX_THREAD_INSTRUCTIONS: u64 = 1_000_000_000_000;
+
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ProtocolError {
     #[error(transparent)]
@@ -228,7 +235,15 @@ pub fn corun(
         });
         *copy += 1;
     }
-    let r = run_together(machine, threads, proto, window)?;
+    // Time-shared threads are simulated only while they refill, as a matrix's pairs are.
+    let rates = match window {
+        Window::Cycles { .. } => solos
+            .iter()
+            .map(|s| solo_rates(s, Placement::Timeshare, proto))
+            .collect(),
+        Window::Instructions => Vec::new(),
+    };
+    let r = run_with_rates(machine, threads, proto, window, rates)?;
     Ok(r.threads
         .into_iter()
         .zip(solos)

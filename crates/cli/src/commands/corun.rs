@@ -29,7 +29,7 @@ impl Plan for CorunPlan {
             None => default_cpus(&machine, workloads.len())?.0,
         };
         let time_shared = smtsched_model::first_repeat(&cpus).is_some();
-        let protocol = protocol(&a.sim, &machine, (None, 1), time_shared)?;
+        let protocol = protocol(&a.sim, Some(&a.timeshare), &machine, time_shared)?;
         Ok(CorunPlan {
             machine,
             workloads,
@@ -55,7 +55,7 @@ impl Plan for CorunPlan {
         // first, as a machine with too few CPUs time-shares without being asked to.
         if smtsched_model::first_repeat(&self.cpus).is_some() {
             let window = window_text(&self.protocol, Placement::Timeshare, &self.machine);
-            out(&format!("window: {window}\n"))?;
+            out(&format!("{window}\n"))?;
         }
         out(&table(&threads, &r).render())?;
         out(&format!("system speedup {speedup:.3}\n"))?;

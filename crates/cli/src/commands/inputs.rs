@@ -1,11 +1,12 @@
 //! What plans load from the user's names: machines, workloads, the measurement protocol and
 //! the CPUs threads run on, each refused in one line (exit 2) when it cannot be.
 
-use crate::args::SimArgs;
+use crate::args::{SimArgs, TimeshareArgs};
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_machine, load_workload};
 use smtsched_model::{CpuSequence, MachineModel, Override, Placement};
+use smtsched_uarch::protocol::{MAX_THREAD_INSTRUCTIONS, QUANTUM_MS};
 use smtsched_uarch::{Protocol, Workload};
 
 pub(crate) fn machine(name: &str, set: &[Override]) -> Result<MachineModel> {
@@ -44,48 +45,74 @@ pub(crate) fn refs(loaded: &[Box<dyn Workload>]) -> Vec<&dyn Workload> {
     loaded.iter().map(|w| w.as_ref()).collect()
 }
 
-/// The measurement protocol the simulation options describe.
-/// The co-run protocol `sim` gives; `time_shared`: whether threads share a logical CPU, the only
-/// runs the quantum, `--full-quanta` and the rounds (`rounds`, given by `matrix` alone; else
-/// `default_rounds`) apply to — given where none does, they are refused, as they would change
-/// nothing.
+/// The co-run protocol `sim` and `timeshare` give. `time_shared`: whether threads share a
+/// logical CPU. Only then do the quantum, the rounds and `--full-quanta` apply (`timeshare` is
+/// `None` for commands that never time-share), and only otherwise the instruction window: an
+/// option given where it does not apply is refused, as it would change nothing.
 pub(crate) fn protocol(
     sim: &SimArgs,
+    timeshare: Option<&TimeshareArgs>,
     machine: &MachineModel,
-    (rounds, default_rounds): (Option<u32>, u32),
     time_shared: bool,
 ) -> Result<Protocol> {
-    if !time_shared {
-        let given = [
-            ("--quantum-ms", sim.quantum_ms.is_some()),
-            ("--full-quanta", sim.full_quanta),
-            ("--rounds", rounds.is_some()),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
-            return Err(bad_input(format!(
-                "{flag} applies to threads that share a logical CPU, and none does here"
-            )));
-        }
+    let ts = timeshare.cloned().unwrap_or(TimeshareArgs {
+        quantum_ms: None,
+        rounds: None,
+        full_quanta: false,
+    });
+    let (not_applying, why) = if time_shared {
+        (
+            vec![
+                ("--instructions", sim.instructions.is_some()),
+                ("--warmup", sim.warmup.is_some()),
+            ],
+            "does not apply where threads share a logical CPU: they are measured over rounds of \
+             quanta",
+        )
+    } else {
+        (
+            vec![
+                ("--quantum-ms", ts.quantum_ms.is_some()),
+                ("--rounds", ts.rounds.is_some()),
+                ("--full-quanta", ts.full_quanta),
+            ],
+            "applies to threads that share a logical CPU, and none does here",
+        )
+    };
+    if let Some((flag, _)) = not_applying.iter().find(|(_, given)| *given) {
+        return Err(bad_input(format!("{flag} {why}")));
     }
-    let quantum_ms = sim.quantum_ms.unwrap_or(10.0);
-    if !(quantum_ms > 0.0 && quantum_ms.is_finite()) {
+    let quantum_ms = ts.quantum_ms.unwrap_or(10.0);
+    if !QUANTUM_MS.contains(&quantum_ms) {
         return Err(bad_input(format!(
-            "--quantum-ms {quantum_ms}: must be a positive number of milliseconds"
+            "--quantum-ms {quantum_ms}: must be {} to {} milliseconds",
+            QUANTUM_MS.start(),
+            QUANTUM_MS.end()
         )));
     }
-    let rounds = rounds.unwrap_or(default_rounds);
+    let rounds = ts.rounds.unwrap_or(2);
     if rounds == 0 {
         return Err(bad_input(
             "--rounds 0: at least one measured round is needed",
         ));
     }
+    let instructions = sim.instructions.unwrap_or(2_000_000);
+    let warmup = sim.warmup.unwrap_or(1_000_000);
+    for (flag, n) in [("--instructions", instructions), ("--warmup", warmup)] {
+        if n > MAX_THREAD_INSTRUCTIONS {
+            return Err(bad_input(format!(
+                "{flag} {n}: at most {:e} instructions per thread",
+                MAX_THREAD_INSTRUCTIONS as f64
+            )));
+        }
+    }
     Ok(Protocol {
         seed: sim.seed,
-        warmup_instructions: sim.warmup,
-        measure_instructions: sim.instructions,
+        warmup_instructions: warmup,
+        measure_instructions: instructions,
         quantum_cycles: (quantum_ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64,
         timeshare_rounds: rounds,
-        refill_only: !sim.full_quanta,
+        refill_only: !ts.full_quanta,
     })
 }
 
@@ -162,9 +189,16 @@ fn short_number(v: f64) -> String {
 /// (which `--instructions` and `--warmup` do not change).
 pub(crate) fn window_text(proto: &Protocol, placement: Placement, m: &MachineModel) -> String {
     if placement == Placement::Timeshare {
-        let quantum_ms = proto.quantum_cycles as f64 / (m.clock_ghz * 1e6);
+        let quantum_ms = format!("{:.3}", proto.quantum_cycles as f64 / (m.clock_ghz * 1e6));
+        let quantum_ms = quantum_ms.trim_end_matches('0').trim_end_matches('.');
+        let simulated = if proto.refill_only {
+            "each simulated while the thread's caches refill, the rest credited"
+        } else {
+            "every cycle simulated"
+        };
         format!(
-            "{} round(s) of {quantum_ms:.1} ms quanta after a round of warm-up per window (time-shared: --instructions and --warmup do not apply)",
+            "time-shared: {} round(s) of {quantum_ms} ms quanta after a round of warm-up \
+             ({simulated})",
             proto.timeshare_rounds
         )
     } else {

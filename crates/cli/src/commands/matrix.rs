@@ -40,7 +40,7 @@ impl Plan for MatrixPlan {
             )));
         }
         let time_shared = a.placement == Placement::Timeshare;
-        let protocol = protocol(&a.sim, &machine, (a.rounds, 2), time_shared)?;
+        let protocol = protocol(&a.sim, Some(&a.timeshare), &machine, time_shared)?;
         let files = MatrixFiles::checked(a.files)?;
         Ok(MatrixPlan {
             machine,

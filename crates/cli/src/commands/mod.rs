@@ -33,7 +33,9 @@ pub(crate) use inputs::{
     check_time, estimator, machine, protocol, refs, thread_cpus, window_text, workload,
     workload_names, workloads, MAX_REAL_SECONDS, MAX_SIMULATED_SECONDS,
 };
-pub(crate) use output::{check_outputs, json_out, out, write_file, write_files, MatrixFiles};
+pub(crate) use output::{
+    check_inputs_kept, check_outputs, json_out, out, write_file, write_files, MatrixFiles,
+};
 pub(crate) use progress::{counting_bar, progress_bar, spinner, Bars};
 
 pub fn run(command: Command) -> Result<()> {

@@ -6,12 +6,13 @@
 //! and it leaves no file behind. (A lock on a file would not do: the journal and the output are
 //! replaced by renames, and a lock file would be left by a killed run.)
 
+use super::output::resolved;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use std::os::fd::AsRawFd;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Held while a run writes `path`; dropping it lets another run claim it.
 pub(crate) struct OneWriter {
@@ -38,24 +39,6 @@ impl OneWriter {
             Err(e) => Err(e).with_context(|| format!("cannot claim {}", path.display())),
         }
     }
-}
-
-/// `path` made absolute, with the links of the part that exists resolved: two spellings of one
-/// place give one name.
-fn resolved(path: &Path) -> PathBuf {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    for ancestor in abs.ancestors() {
-        if let Ok(real) = ancestor.canonicalize() {
-            // (Joining an empty rest would add a slash.)
-            let rest = abs.strip_prefix(ancestor).expect("an ancestor is a prefix");
-            return if rest.as_os_str().is_empty() {
-                real
-            } else {
-                real.join(rest)
-            };
-        }
-    }
-    abs
 }
 
 /// The process listening at `addr`: the kernel's credentials of a connection's other end.

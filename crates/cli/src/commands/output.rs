@@ -18,9 +18,20 @@ pub(crate) fn json_out<T: serde::Serialize>(value: &T) -> Result<()> {
 }
 
 /// Checks, before any work, that every output file given can be written: its directory exists
-/// and takes files, and it is not itself a directory. A long run must not end in "cannot write".
+/// and takes files, it is not itself a directory, and no other output of the command names the
+/// same file (one would be lost). A long run must not end in "cannot write".
 pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>>) -> Result<()> {
-    for p in paths.into_iter().flatten() {
+    let paths: Vec<&Path> = paths.into_iter().flatten().collect();
+    for (i, p) in paths.iter().enumerate() {
+        if let Some(q) = paths[..i].iter().find(|q| same_file(q, p)) {
+            return Err(bad_input(format!(
+                "{} and {}: two outputs name one file (one would be lost)",
+                q.display(),
+                p.display()
+            )));
+        }
+    }
+    for p in paths {
         if p.is_dir() {
             return Err(bad_input(format!(
                 "{}: is a directory, not a file",
@@ -38,6 +49,53 @@ pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>
         takes_files(dir, &what)?;
     }
     Ok(())
+}
+
+/// Checks, before any work, that no output file is one of the command's `inputs`: it would be
+/// replaced by what was made from it.
+pub(crate) fn check_inputs_kept<'a>(
+    inputs: &[&Path],
+    outputs: impl IntoIterator<Item = Option<&'a Path>>,
+) -> Result<()> {
+    for out in outputs.into_iter().flatten() {
+        if let Some(input) = inputs.iter().find(|i| same_file(i, out)) {
+            return Err(bad_input(format!(
+                "{}: would replace this command's input {}; write the output elsewhere",
+                out.display(),
+                input.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `a` and `b` are one regular file: the same inode where both exist, else the same
+/// place (`-o x --csv ./x`). A device or FIFO may take any number of outputs (`/dev/null`).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.is_file() && x.dev() == y.dev() && x.ino() == y.ino(),
+        (Err(_), Err(_)) => resolved(a) == resolved(b),
+        _ => false,
+    }
+}
+
+/// `path` made absolute, with the links of the part that exists resolved: two spellings of one
+/// place give one path.
+pub(crate) fn resolved(path: &Path) -> PathBuf {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    for ancestor in abs.ancestors() {
+        if let Ok(real) = ancestor.canonicalize() {
+            // (Joining an empty rest would add a slash.)
+            let rest = abs.strip_prefix(ancestor).expect("an ancestor is a prefix");
+            return if rest.as_os_str().is_empty() {
+                real
+            } else {
+                real.join(rest)
+            };
+        }
+    }
+    abs
 }
 
 /// Checks, before any work, that `dir` is a directory that takes files, or can be made: its parent

@@ -2,7 +2,7 @@
 //! Their plans read the files given; drawing and comparing is the work.
 
 use super::plan::Plan;
-use super::{check_outputs, json_out, out, write_file};
+use super::{check_inputs_kept, check_outputs, json_out, out, write_file};
 use crate::args::{DiffArgs, PlotArgs};
 use crate::errors::bad_input;
 use anyhow::Result;
@@ -27,6 +27,7 @@ impl Plan for PlotPlan {
 
     fn from_args(a: PlotArgs) -> Result<Self> {
         check_outputs([a.output.as_deref()])?;
+        check_inputs_kept(&[&a.file], [a.output.as_deref()])?;
         Ok(PlotPlan {
             drawing: read_drawing(&a.file, a.timeline_seconds)?,
             output: a.output,
@@ -86,6 +87,7 @@ impl Plan for DiffPlan {
 
     fn from_args(a: DiffArgs) -> Result<Self> {
         check_outputs([a.svg.as_deref()])?;
+        check_inputs_kept(&[&a.a, &a.b], [a.svg.as_deref()])?;
         let (ma, mb) = (read_matrix(&a.a)?, read_matrix(&a.b)?);
         // Comparing is quick; two matrices without a workload in common are the user's input.
         let diff = smtsched_report::diff::diff(&ma, &mb).ok_or_else(|| {

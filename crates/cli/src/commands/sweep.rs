@@ -4,7 +4,7 @@
 use super::kept::{inputs_fingerprint, progress_beside, Kept, KeptRun};
 use super::plan::Plan;
 use super::slurm::{absolute, Submission};
-use super::{check_outputs, counting_bar, out, write_file};
+use super::{check_inputs_kept, check_outputs, counting_bar, out, write_file};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -119,6 +119,8 @@ impl Plan for SweepPlan {
                     .collect::<Result<Vec<_>>>()?;
                 let results = merge(&parts)?;
                 check_outputs([output.as_deref()])?;
+                let inputs: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+                check_inputs_kept(&inputs, [output.as_deref()])?;
                 SweepPlan::Merge { results, output }
             }
             SweepAction::Slurm {

@@ -8,7 +8,7 @@ mod profile;
 mod record;
 
 use super::plan::Plan;
-use super::{check_outputs, progress_bar};
+use super::{check_inputs_kept, check_outputs, progress_bar};
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
 use indicatif::ProgressBar;
@@ -207,6 +207,7 @@ impl Plan for TracePlan {
                 input,
             } => {
                 check_outputs([Some(output.as_path())])?;
+                check_inputs_kept(&[std::path::Path::new(&input)], [Some(output.as_path())])?;
                 TracePlan::Import {
                     input,
                     output,

@@ -1,7 +1,7 @@
 //! `trace profile`: a synthetic workload profile derived from a trace, and how closely its miss
 //! ratios follow the trace's.
 
-use super::super::{check_outputs, json_out, out, write_file};
+use super::super::{check_inputs_kept, check_outputs, json_out, out, write_file};
 use anyhow::Result;
 use smtsched_report::Table;
 use smtsched_trace::replay::ReplayTiming;
@@ -31,6 +31,7 @@ impl ProfilePlan {
             None => ReplayTiming::defaults(),
         };
         check_outputs([Some(output.as_path())])?;
+        check_inputs_kept(&[&file], [Some(output.as_path())])?;
         let name = name.unwrap_or_else(|| {
             output
                 .file_stem()

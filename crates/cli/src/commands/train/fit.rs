@@ -4,7 +4,7 @@
 use super::super::inputs::estimator;
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::plan::Plan;
-use super::super::{check_outputs, json_out, out, write_file};
+use super::super::{check_inputs_kept, check_outputs, json_out, out, write_file};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -114,6 +114,7 @@ impl Plan for FitPlan {
 
     fn from_args(a: FitArgs) -> Result<Self> {
         check_outputs([a.output.as_deref()])?;
+        check_inputs_kept(&[&a.windows], [a.output.as_deref()])?;
         let set = read_windows(&a.windows)?;
         let machine = set.meta("machine").unwrap_or("unknown").to_string();
         Ok(FitPlan {
@@ -219,6 +220,7 @@ impl Plan for ValidatePlan {
 
     fn from_args(a: ValidateArgs) -> Result<Self> {
         check_outputs([a.svg.as_deref(), a.csv.as_deref()])?;
+        check_inputs_kept(&[&a.windows], [a.svg.as_deref(), a.csv.as_deref()])?;
         Ok(ValidatePlan {
             set: read_windows(&a.windows)?,
             file: a.windows.display().to_string(),
