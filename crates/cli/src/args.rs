@@ -307,7 +307,8 @@ pub struct BenchArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub repeat: u32,
-    /// Also time a small matrix on one host thread and on all of them (the speed-up).
+    /// Also time a small matrix on one host thread and on all of them (the speed-up), on the
+    /// first machine given.
     #[arg(long)]
     pub scaling: bool,
     /// Print JSON.

@@ -801,6 +801,18 @@ fn bench_measures_every_preset_scaling_and_memory_that_does_not_grow_with_the_ru
     let cores = std::thread::available_parallelism().unwrap().get();
     assert_eq!(s["host_threads"].as_u64().unwrap() as usize, cores);
     assert_eq!(s["runs"], 2 * 8 + 8 * 9 / 2);
+    // A machine of one CPU scales a time-shared matrix; one workload runs alone.
+    let v = bench(&[
+        "-m",
+        "superscalar-redstone",
+        "-w",
+        "gzip-like",
+        "--instructions",
+        "20000",
+        "--scaling",
+    ]);
+    assert_eq!(v["runs"][0]["placement"], "alone");
+    assert_eq!(v["scaling"]["identical_results"], true, "{v}");
 }
 
 #[test]

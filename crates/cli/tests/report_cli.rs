@@ -296,7 +296,7 @@ fn the_report_draws_the_papers_plots_of_pairs_groups_of_four_and_the_l2_sweep() 
         d.join("l.toml"),
         "name = \"l\"\ntitle = \"t\"\nkind = \"fedorova-l2\"\nmachine = \"cmt-fedorova\"\n\
          set = [\"topology.cores_per_package=2\"]\nrepetitions = 1\nmax_repetitions = 1\n\
-         baseline = \"linux24\"\npolicies = [\"naive\"]\n\
+         baseline = \"linux24\"\n\
          workloads = [\"gzip-like\", \"art-like\", \"crafty-like\", \"mcf-like\"]\n\
          [cmt]\nl2_sizes = [49152, 393216]\ncopies = 1\nwarmup_cycles = 50000\n\
          measure_cycles = 200000\nsamples = 2\nwindow_instructions = 1000000\nos_seconds = 2.0\n",
@@ -868,6 +868,41 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
             http.to_string(),
             "--only: thesis-http.toml is another experiment named thesis-http",
         ),
+        // Claims that could never be decided, or would be decided whatever is measured.
+        (
+            "s.toml",
+            set_b
+                .replacen("name = \"usenix05-set-b\"", "name = \"s\"", 1)
+                .replacen("higher = \"plan3\"", "higher = \"naive\"", 1),
+            "s.toml: paper.claim[0]: higher = than = \"naive\"",
+        ),
+        (
+            "h.toml",
+            set_b
+                .replacen("name = \"usenix05-set-b\"", "name = \"h\"", 1)
+                .replacen("than = \"naive\"", "", 1),
+            "h.toml: paper.claim[0]: give `higher` and `than`",
+        ),
+        (
+            "r.toml",
+            http.replacen("name = \"thesis-http\"", "name = \"r\"", 1)
+                .replacen("ratio = [\"1xHTP\", \"UP\"]", "ratio = [\"UP\", \"UP\"]", 1),
+            "r.toml: configurations: claim[0].ratio: \"UP\" over itself",
+        ),
+        // A field of another kind would be ignored; so would a duration no run can reach.
+        (
+            "k.toml",
+            set_b.replacen("name = \"usenix05-set-b\"", "name = \"k\"", 1)
+                + "\n[cmt]\nwarmup_cycles = 5\n",
+            "k.toml: cmt: a \"policies\" experiment has none",
+        ),
+        (
+            "d.toml",
+            set_b
+                .replacen("name = \"usenix05-set-b\"", "name = \"d\"", 1)
+                .replacen("duration_s = ", "duration_s = 1e300 # ", 1),
+            "d.toml: duration_s: 1e300: must be above 0 and at most 1e6",
+        ),
     ];
     for (file, text, says) in mistakes {
         std::fs::write(d.join(file), text).unwrap();
@@ -876,6 +911,29 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
         assert_bad_input(&o, &[says]);
         std::fs::remove_file(d.join(file)).unwrap();
     }
+    // `--policies` that leaves out a policy a claim names, and an over-long duration.
+    let set_a = ["reproduce", "thesis-set-a", "--repetitions", "1"];
+    assert_bad_input(
+        &smtsched(d, &[&set_a[..], &["--policies", "naive,plan"]].concat()),
+        &[
+            "paper.claim[1].than = \"tryhard\"",
+            "(--policies: naive, plan)",
+        ],
+    );
+    assert_bad_input(
+        &smtsched(d, &[&set_a[..], &["--duration", "2e6"]].concat()),
+        &["--duration 2000000", "at most 1000000"],
+    );
+    // A report file that is a directory would be found only once everything had run.
+    std::fs::create_dir_all(d.join("rep/report.md")).unwrap();
+    assert_bad_input(
+        &smtsched(
+            d,
+            &["reproduce", "all", "--only", "thesis-http", "-o", "rep"],
+        ),
+        &["rep/report.md: is a directory"],
+    );
+    std::fs::remove_dir_all(d.join("rep")).unwrap();
     let left: Vec<_> = std::fs::read_dir(d)
         .unwrap()
         .flatten()

@@ -282,6 +282,18 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
                 .replace("placements = [\"siblings\"]", "policies = [\"plan\"]"),
             "warmup_instructions: a policies sweep has none",
         ),
+        // A time slice where nothing is time-shared, or one too fine to get work done in.
+        (
+            format!("{PAIRS}quantum_ms = 5\n"),
+            "quantum_ms: applies to the timeshare placement",
+        ),
+        (
+            format!("{PAIRS}quantum_ms = 0.001\n").replace(
+                "placements = [\"siblings\"]",
+                "placements = [\"timeshare\"]",
+            ),
+            "quantum_ms = 0.001: must be 0.1 to 1000",
+        ),
     ];
     for (text, needle) in cases {
         let f = write(d, "bad.toml", &text);

@@ -13,6 +13,8 @@ const TIMESHARE_QUANTUM_MS: f64 = 10.0;
 const SCALING_WORKLOADS: usize = 8;
 const SCALING_WARMUP: u64 = 250_000;
 const SCALING_MEASURE: u64 = 500_000;
+/// The scaling matrix's time slice where it must time-share (short: a pair takes four).
+const SCALING_QUANTUM_MS: f64 = 1.0;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BenchError {
@@ -38,7 +40,7 @@ impl BenchError {
 pub struct SpeedRun {
     pub machine: String,
     pub workloads: Vec<String>,
-    /// Where the threads ran: siblings of one core, separate CPUs, or time-shared.
+    /// Where the threads ran: alone, siblings of one core, one per CPU, or time-shared.
     pub placement: String,
     pub instructions_simulated: u64,
     pub seconds: f64,
@@ -99,12 +101,16 @@ pub fn speed(
     })
 }
 
-/// A small sibling (or separate-core) matrix on one host thread and on all of them.
+/// A small sibling matrix on one host thread and on all of them (separate cores where the cores
+/// have one thread; time-shared, in short quanta, on a machine of one CPU).
 pub fn scaling(m: &MachineModel) -> Result<Scaling, BenchError> {
-    let placement = if m.topology.threads_per_core >= 2 {
-        Placement::Siblings
+    let (placement, quantum_cycles) = if m.topology.threads_per_core >= 2 {
+        (Placement::Siblings, 1 << 40)
+    } else if m.cores() >= 2 {
+        (Placement::Cores, 1 << 40)
     } else {
-        Placement::Cores
+        let quantum = SCALING_QUANTUM_MS * 1e6 * m.clock_ghz;
+        (Placement::Timeshare, quantum.round() as u64)
     };
     let profiles = SPEC2000[..SCALING_WORKLOADS]
         .iter()
@@ -115,7 +121,7 @@ pub fn scaling(m: &MachineModel) -> Result<Scaling, BenchError> {
         seed: 1,
         warmup_instructions: SCALING_WARMUP,
         measure_instructions: SCALING_MEASURE,
-        quantum_cycles: 1 << 40,
+        quantum_cycles,
         timeshare_rounds: 1,
         refill_only: false,
     };

@@ -350,6 +350,18 @@ pub fn validate(spec: &ConfigurationsSpec, set: &TaskSetSpec) -> Result<(), Stri
                 return Err(format!("claim[{i}].ratio: no [[config]] is named {n:?}"));
             }
         }
+        if c.ratio.len() == 2 && c.ratio[0] == c.ratio[1] {
+            return Err(format!(
+                "claim[{i}].ratio: {:?} over itself is 1 whatever is measured",
+                c.ratio[0]
+            ));
+        }
+        if c.over_row.is_some() && c.over_row == c.row {
+            return Err(format!(
+                "claim[{i}].over_row: row {:?} over itself is 1 whatever is measured",
+                c.row.as_deref().unwrap_or_default()
+            ));
+        }
         for (k, row) in [("row", &c.row), ("over_row", &c.over_row)] {
             if let Some(r) = row {
                 if !spec.variants.iter().any(|v| &v.name == r) {
@@ -366,8 +378,8 @@ pub fn validate(spec: &ConfigurationsSpec, set: &TaskSetSpec) -> Result<(), Stri
         }
         if !spec.metrics.contains(&c.metric) {
             return Err(format!(
-                "claim[{i}].metric = {:?}: not among the experiment's metrics",
-                c.metric
+                "claim[{i}].metric = {}: not among the experiment's metrics",
+                serde_json::to_value(c.metric).unwrap_or_default()
             ));
         }
         if c.within[0].is_nan() || c.within[1].is_nan() || c.within[0] > c.within[1] {

@@ -292,6 +292,23 @@ pub struct Claim {
     pub highest: Option<PolicyName>,
 }
 
+impl Claim {
+    /// A claim is one comparison: `higher` against `than` (two policies), or `lowest`, or
+    /// `highest`; any other combination could never be decided, or would ignore a field.
+    fn check(&self) -> Result<(), String> {
+        match (self.higher, self.than, self.lowest, self.highest) {
+            (Some(a), Some(b), None, None) if a == b => Err(format!(
+                "higher = than = {:?}: a policy compared with itself",
+                a.to_string()
+            )),
+            (Some(_), Some(_), None, None)
+            | (None, None, Some(_), None)
+            | (None, None, None, Some(_)) => Ok(()),
+            _ => Err("give `higher` and `than`, or `lowest`, or `highest`: one comparison".into()),
+        }
+    }
+}
+
 macro_rules! embedded_experiments {
     ($($name:literal),* $(,)?) => {
         /// Experiments embedded in the binary (`experiments/NAME.toml`).
@@ -358,6 +375,10 @@ pub fn experiment_from_source(
                 ));
             }
             e.task_set().validate().map_err(|r| bad("task", r))?;
+            for (i, c) in e.paper.claims.iter().enumerate() {
+                c.check()
+                    .map_err(|r| bad(&format!("paper.claim[{i}]"), r))?;
+            }
         }
         ExperimentKind::FedorovaCpi
         | ExperimentKind::FedorovaL1
@@ -404,13 +425,80 @@ pub fn experiment_from_source(
             }
         }
     }
-    if !(e.duration_s > 0.0 && e.duration_s.is_finite()) || e.repetitions == 0 {
+    let max = smtsched_os::sim::MAX_DURATION_S;
+    if !(e.duration_s > 0.0 && e.duration_s <= max) {
+        // (Large values as powers of ten, not hundreds of digits.)
+        let d = e.duration_s;
+        let shown = if d.abs() > max {
+            format!("{d:e}")
+        } else {
+            d.to_string()
+        };
         return Err(bad(
             "duration_s",
-            "duration and repetitions must be positive".into(),
+            format!("{shown}: must be above 0 and at most {max:e}"),
+        ));
+    }
+    if e.repetitions == 0 {
+        return Err(bad("repetitions", "0: at least one is needed".into()));
+    }
+    let table: toml::Table = toml::from_str(&src.text).unwrap_or_default();
+    if let Some(key) = table.keys().find(|k| !reads(e.kind, k)) {
+        return Err(bad(
+            key,
+            format!(
+                "a {} experiment has none: it would be ignored",
+                e.kind.quoted()
+            ),
+        ));
+    }
+    if e.kind != ExperimentKind::Policies && !e.paper.claims.is_empty() {
+        return Err(bad(
+            "paper.claim",
+            format!(
+                "a {} experiment states its claims in its own section's `claim` tables",
+                e.kind.quoted()
+            ),
         ));
     }
     Ok(e)
+}
+
+/// Whether an experiment of `kind` reads the top-level field `key` (every kind reads the common
+/// ones; the rest belong to the kinds that run what they describe).
+fn reads(kind: ExperimentKind, key: &str) -> bool {
+    use ExperimentKind as K;
+    const COMMON: &[&str] = &[
+        "name",
+        "title",
+        "source",
+        "kind",
+        "machine",
+        "set",
+        "repetitions",
+        "max_repetitions",
+        "paper",
+        "profile",
+    ];
+    const TASK_SET: &[&str] = &[
+        "task",
+        "group",
+        "device",
+        "clients",
+        "baseline",
+        "duration_s",
+    ];
+    let own: &[&str] = match kind {
+        K::Policies => &["cpus", "policies", "estimator"],
+        K::Configurations => &["configurations"],
+        K::Pairs => &["workloads", "pairs"],
+        K::Asymmetry => &["workloads", "asymmetry"],
+        K::FedorovaCpi | K::FedorovaL1 => &["workloads", "cmt"],
+        K::FedorovaL2 | K::FedorovaBalanceSet => &["workloads", "cmt", "baseline"],
+        K::Phases | K::Estimator => &["windows"],
+    };
+    let task_set = matches!(kind, K::Policies | K::Configurations);
+    COMMON.contains(&key) || own.contains(&key) || (task_set && TASK_SET.contains(&key))
 }
 
 /// What a policies claim compares (larger is better for system speedup and fairness).

@@ -223,6 +223,13 @@ pub fn load_sweep(path: &Path) -> Result<Sweep, SweepError> {
             kind_name(other_kind(spec.kind))
         )));
     }
+    let time_shared = spec.placements.contains(&Placement::Timeshare);
+    if table.contains_key("quantum_ms") && !time_shared {
+        return Err(bad(format!(
+            "{file}: quantum_ms: applies to the timeshare placement, which the sweep does not \
+             have (it would change nothing)"
+        )));
+    }
     Sweep::new(spec).map_err(|e| bad(format!("{file}: {e}")))
 }
 

@@ -43,6 +43,12 @@ pub fn resolve(kind: &'static str, name: &str, presets: &[Preset]) -> Result<Sou
             text,
         });
     }
+    if path.is_dir() {
+        return Err(ModelError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::other(format!("a directory, not a {kind} file")),
+        });
+    }
     let names: Vec<&str> = presets.iter().map(|p| p.name).collect();
     Err(ModelError::Unknown {
         kind,

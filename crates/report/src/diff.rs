@@ -43,12 +43,13 @@ pub struct MatrixDiff {
     pub largest: Vec<CellDifference>,
 }
 
-/// A difference to two places with its sign, and no sign where it rounds to zero.
-fn signed(v: f64) -> String {
-    if (v * 100.0).round() == 0.0 {
-        "0.00".into()
+/// A difference to `decimals` places with its sign, and no sign where it rounds to zero (never
+/// `-0.000`).
+fn signed(v: f64, decimals: usize) -> String {
+    if (v * 10f64.powi(decimals as i32)).round() == 0.0 {
+        format!("{:.decimals$}", 0.0)
     } else {
-        format!("{v:+.2}")
+        format!("{v:+.decimals$}")
     }
 }
 
@@ -142,11 +143,11 @@ impl MatrixDiff {
             }
         };
         out.push_str(&format!(
-            "\n\nmean PR: A {:.3}, B {:.3}; mean B − A {:+.3}, mean |B − A| {:.3}\n\
+            "\n\nmean PR: A {:.3}, B {:.3}; mean B − A {}, mean |B − A| {:.3}\n\
              correlation of the cells: Pearson {}, Spearman {}\n\nlargest differences:\n",
             self.mean_a,
             self.mean_b,
-            self.mean_difference,
+            signed(self.mean_difference, 3),
             self.mean_absolute_difference,
             r(self.correlation),
             r(self.rank_correlation)
@@ -158,7 +159,7 @@ impl MatrixDiff {
                 c.background.clone(),
                 format!("{:.3}", c.a),
                 format!("{:.3}", c.b),
-                format!("{:+.3}", c.difference),
+                signed(c.difference, 3),
             ]);
         }
         out.push_str(&t.render());
@@ -172,10 +173,8 @@ impl MatrixDiff {
         );
         for (i, row) in self.cells.iter().enumerate() {
             g.row(
-                std::iter::once(crate::matrix::short_name(&self.workloads[i]).to_string()).chain(
-                    row.iter()
-                        .map(|c| c.map_or("-".into(), |v| format!("{v:+.2}"))),
-                ),
+                std::iter::once(crate::matrix::short_name(&self.workloads[i]).to_string())
+                    .chain(row.iter().map(|c| c.map_or("-".into(), |v| signed(v, 2)))),
             );
         }
         out.push_str(&g.render());
@@ -199,7 +198,7 @@ impl MatrixDiff {
             scale_title: "B − A (purple: B higher)",
             row_title: "subject",
             column_title: "background",
-            cell_text: signed,
+            cell_text: |v| signed(v, 2),
         }
         .svg()
     }
@@ -209,6 +208,15 @@ impl MatrixDiff {
 mod tests {
     use super::*;
     use smtsched_model::{PairRecord, Placement, SoloRecord, PR_MATRIX_FORMAT};
+
+    /// A difference that rounds to zero has no sign, at any number of places; others keep theirs.
+    #[test]
+    fn a_difference_rounding_to_zero_is_never_negative_zero() {
+        assert_eq!(signed(-0.0004, 3), "0.000");
+        assert_eq!(signed(-0.004, 2), "0.00");
+        assert_eq!(signed(-0.0006, 3), "-0.001");
+        assert_eq!(signed(0.0126, 2), "+0.01");
+    }
 
     fn matrix(machine: &str, workloads: &[&str], pairs: &[(usize, usize, f64, f64)]) -> PrMatrix {
         PrMatrix {

@@ -134,7 +134,12 @@ pub fn render_summary(s: &MatrixSummary) -> String {
         t.row([
             name.to_string(),
             format!("{:.3}", x.mean),
-            format!("{:.3}", x.sd),
+            // A spread of one value is undefined.
+            if x.n < 2 {
+                "-".to_string()
+            } else {
+                format!("{:.3}", x.sd)
+            },
             format!("{:.3}", x.min),
             format!("{:.3}", x.q1),
             format!("{:.3}", x.median),

@@ -278,10 +278,10 @@ pub fn default_cpus(
         ));
     }
     let cpus = machine.logical_cpus() as usize;
-    let layout = if threads <= cpus {
-        "separate CPUs"
-    } else {
-        "time-shared"
+    let layout = match threads {
+        1 => "alone",
+        t if t <= cpus => "one per CPU",
+        _ => "time-shared",
     };
     Ok(((0..threads).map(|i| (i % cpus) as u32).collect(), layout))
 }

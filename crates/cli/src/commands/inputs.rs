@@ -133,7 +133,7 @@ pub(crate) fn thread_cpus(
     }
     if cpus.len() != threads {
         return Err(bad_input(format!(
-            "--cpus names {} CPUs for {} workloads; give one CPU per workload",
+            "--cpus names {} CPU(s) for {} workloads; give one CPU per workload",
             cpus.len(),
             threads
         )));
@@ -156,7 +156,7 @@ pub(crate) fn linear_model(file: &std::path::Path) -> Result<smtsched_os::Linear
 }
 
 /// Simulated time an OS run lasts, at most (time stays bounded).
-pub(crate) const MAX_SIMULATED_SECONDS: f64 = 1e6;
+pub(crate) const MAX_SIMULATED_SECONDS: f64 = smtsched_os::sim::MAX_DURATION_S;
 
 /// Real time a command waits or measures, at most: a day.
 pub(crate) const MAX_REAL_SECONDS: f64 = 86_400.0;

@@ -32,6 +32,12 @@ pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>
         }
     }
     for p in paths {
+        if p.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            return Err(bad_input(format!(
+                "{}: names a directory (it ends in /), not a file",
+                p.display()
+            )));
+        }
         if p.is_dir() {
             return Err(bad_input(format!(
                 "{}: is a directory, not a file",

@@ -117,7 +117,7 @@ fn speedup_cdf(
         &samples,
         &title,
         "system speedup",
-        "share of pairs at most that",
+        "share of pairs with at most x",
     )?;
     let caption = format!(
         "Share of the pairs whose system speedup is at most x, per placement, seed {seed} \

@@ -241,8 +241,8 @@ pub fn run(mut e: Experiment, o: &RunOptions, p: &dyn Progress) -> Result<Outcom
 /// Checks, before anything is simulated, what a run of `e` under `o` would otherwise find
 /// wrong only when it reached it (after the experiments before it in a suite had run): the
 /// machine and its overrides, every workload named, and for kinds that run the OS simulator
-/// the estimator, the claims' policies (the file's own list: `--policies` may run fewer, and
-/// their claims are then undecided) and a simulator built (not run) for each configuration.
+/// the estimator, the claims' policies (among those run: `--policies` must keep every policy a
+/// claim names) and a simulator built (not run) for each configuration.
 /// The errors are the run's own.
 pub fn check(e: &Experiment, o: &RunOptions) -> Result<(), RunError> {
     let m = machine_of(e)?;

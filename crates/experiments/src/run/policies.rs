@@ -116,6 +116,11 @@ fn estimator(e: &Experiment, m: &MachineModel, o: &RunOptions) -> Result<Estimat
 /// simulator is built, not run: its CPUs, devices and interrupts).
 pub(super) fn check(e: &Experiment, m: &MachineModel, o: &RunOptions) -> Result<(), RunError> {
     estimator(e, m, o)?;
+    // A claim on a policy `--policies` leaves out could never be decided.
+    let (run, whose) = match &o.policies {
+        Some(list) => (list, "--policies"),
+        None => (&e.policies, "policies"),
+    };
     for (i, c) in e.paper.claims.iter().enumerate() {
         let named = [
             ("higher", c.higher),
@@ -124,12 +129,11 @@ pub(super) fn check(e: &Experiment, m: &MachineModel, o: &RunOptions) -> Result<
             ("highest", c.highest),
         ];
         for (field, p) in named {
-            if let Some(p) = p.filter(|p| !e.policies.contains(p)) {
+            if let Some(p) = p.filter(|p| !run.contains(p)) {
                 return Err(RunError::Bad(format!(
-                    "paper.claim[{i}].{field} = {:?}: not one of the policies run ({})",
+                    "paper.claim[{i}].{field} = {:?}: not one of the policies run ({whose}: {})",
                     p.to_string(),
-                    e.policies
-                        .iter()
+                    run.iter()
                         .map(|p| p.to_string())
                         .collect::<Vec<_>>()
                         .join(", ")

@@ -92,8 +92,12 @@ pub(super) fn over_seeds(
     let first = runs.swap_remove(0);
     let mut text = first.text;
     if !outcomes.is_empty() {
+        let above = match runs.len() {
+            0 => String::new(),
+            _ => format!("; the tables above are seed {}'s alone", o.seed),
+        };
         text.push_str(&format!(
-            "\nClaims (95% intervals of the mean over {} seed(s), from seed {}):\n",
+            "\nClaims (95% intervals of the mean over {} seed(s), from seed {}{above}):\n",
             runs.len() + 1,
             o.seed
         ));

@@ -244,6 +244,9 @@ impl std::str::FromStr for Corunners {
     }
 }
 
+/// Simulated seconds an OS run may last, at most (a run must end in bounded time).
+pub const MAX_DURATION_S: f64 = 1e6;
+
 impl SimConfig {
     pub fn new(baseline: Baseline, duration_s: f64, seed: u64) -> Self {
         SimConfig {

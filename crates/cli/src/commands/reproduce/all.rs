@@ -127,7 +127,15 @@ fn check_output(shard: Option<Shard>, output: Option<&Path>) -> Result<()> {
             f.display()
         ))),
         (Some(_), Some(f)) => check_outputs([Some(f)]),
-        (None, Some(d)) => check_output_dir(d, "-o"),
+        (None, Some(d)) => {
+            check_output_dir(d, "-o")?;
+            // In a directory that exists, a report file may be in the way (a directory).
+            let files = super::report::REPORT_FILES.map(|f| d.join(f));
+            match d.is_dir() {
+                true => check_outputs(files.iter().map(|f| Some(f.as_path()))),
+                false => Ok(()),
+            }
+        }
         (None, None) => Ok(()),
     }
 }

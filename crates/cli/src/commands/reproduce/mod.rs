@@ -4,7 +4,7 @@ mod all;
 mod report;
 
 use super::plan::Plan;
-use super::{check_outputs, out, write_file, Bars};
+use super::{check_outputs, check_time, out, write_file, Bars, MAX_SIMULATED_SECONDS};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
@@ -34,6 +34,9 @@ impl Plan for ReproducePlan {
         let Some(name) = a.name.as_deref().filter(|_| !a.list) else {
             return Ok(ReproducePlan::List);
         };
+        if let Some(d) = a.duration {
+            check_time("--duration", d, false, MAX_SIMULATED_SECONDS, "seconds")?;
+        }
         if name == "all" {
             return Ok(ReproducePlan::All(all::AllPlan::from_args(a)?));
         }

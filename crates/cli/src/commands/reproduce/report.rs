@@ -111,19 +111,23 @@ pub fn report(seed: u64, outcomes: &[Outcome], ran: Ran) -> Report<'_> {
     }
 }
 
+/// The files of a report, in its directory.
+pub const REPORT_FILES: [&str; 3] = ["report.html", "report.md", "report.json"];
+
 /// Writes report.html, report.md and report.json into `dir`.
 pub fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result<()> {
     let json = serde_json::to_string_pretty(report)? + "\n";
     // The page embeds the same data without indentation: half the bytes (4.7 MB of pretty JSON
     // and figures would be near the 5 MB a report may take).
     let compact = serde_json::to_string(report)?;
-    let files = [
-        ("report.html", html(report, outcomes, &compact)),
-        ("report.md", markdown(report, outcomes)),
-        ("report.json", json.clone()),
+    let texts = [
+        html(report, outcomes, &compact),
+        markdown(report, outcomes),
+        json.clone(),
     ];
-    let files: Vec<_> = files
-        .into_iter()
+    let files: Vec<_> = REPORT_FILES
+        .iter()
+        .zip(texts)
         .map(|(name, text)| (dir.join(name), text))
         .collect();
     write_files(&files)
@@ -180,6 +184,7 @@ fn time_taken(r: &Report) -> String {
         None => String::new(),
     };
     match (r.wall_seconds, r.continued_experiments) {
+        (Some(w), _) if r.experiments.len() == 1 => format!("{w:.0} s wall clock{used}"),
         (Some(w), _) => format!(
             "{w:.0} s wall clock{used}; the experiments ran side by side, their own times adding up to {:.0} s",
             r.seconds
