@@ -116,16 +116,20 @@ fn remove_stale_temporaries(dir: &Path, name: &str) {
 
 impl AtomicFile {
     pub fn create(path: &Path) -> std::io::Result<AtomicFile> {
+        // A device or FIFO is opened by the name given: the kernel follows links such as
+        // /dev/stdout -> /proc/self/fd/1 -> a pipe, which have no path to resolve.
+        let through = std::fs::metadata(path)
+            .is_ok_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
+        if through {
+            let f = OpenOptions::new().write(true).open(path)?;
+            return Ok(AtomicFile {
+                target: path.to_path_buf(),
+                tmp: None,
+                out: Some(BufWriter::with_capacity(1 << 16, f)),
+            });
+        }
         let target = resolve(path)?;
         let old = match std::fs::metadata(&target) {
-            Ok(m) if m.file_type().is_char_device() || m.file_type().is_fifo() => {
-                let f = OpenOptions::new().write(true).open(&target)?;
-                return Ok(AtomicFile {
-                    target,
-                    tmp: None,
-                    out: Some(BufWriter::with_capacity(1 << 16, f)),
-                });
-            }
             Ok(m) if m.is_dir() => {
                 return Err(invalid(format!("{} is a directory", target.display())))
             }
@@ -352,5 +356,23 @@ mod tests {
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
         let err = write_atomic(dir.path(), b"x").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
+        // An anonymous pipe (what /dev/stdout is under `| cat`): its /proc/self/fd link names
+        // no path (`pipe:[…]`), yet the kernel opens it.
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let (read_end, write_end) = (fds[0], fds[1]);
+        write_atomic(
+            Path::new(&format!("/proc/self/fd/{write_end}")),
+            b"down the pipe",
+        )
+        .unwrap();
+        unsafe { libc::close(write_end) };
+        let mut got = String::new();
+        use std::io::Read;
+        use std::os::fd::FromRawFd;
+        unsafe { std::fs::File::from_raw_fd(read_end) }
+            .read_to_string(&mut got)
+            .unwrap();
+        assert_eq!(got, "down the pipe");
     }
 }
