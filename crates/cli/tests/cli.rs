@@ -329,6 +329,22 @@ fn corun_threads_time_sharing_a_cpu_each_get_their_share() {
             pair["pr_b"].as_f64().unwrap()
         ]
     );
+    // Beside a busy CPU, where refill-only quanta were never validated, every cycle is
+    // simulated: the run is the one --full-quanta gives.
+    let mixed = [
+        "corun",
+        "gzip-like",
+        "swim-like",
+        "art-like",
+        "--cpus",
+        "0,0,2",
+        "--json",
+    ];
+    let full = [&mixed[..], &["--full-quanta"]].concat();
+    assert_eq!(
+        util::json(&smtsched(dir.path(), &mixed)),
+        util::json(&smtsched(dir.path(), &full))
+    );
 }
 
 /// One file named for two outputs, or for an output and an input, would lose one of them; a
@@ -360,6 +376,28 @@ fn an_output_naming_another_output_or_an_input_is_refused() {
         &smtsched(d, &["diff", "m.json", "m.json", "--svg", "./m.json"]),
         &["./m.json", "input m.json"],
     );
+    // A task set, an experiment or a sweep file is an input too.
+    let set_a = include_str!("../../../experiments/thesis-set-a.toml");
+    std::fs::write(d.join("t.toml"), set_a).unwrap();
+    std::fs::write(
+        d.join("s.toml"),
+        "name = \"s\"\nkind = \"pairs\"\nmachines = [\"northwood\"]\n\
+         workloads = [\"gzip-like\"]\nplacements = [\"siblings\"]\nseeds = [1]\n",
+    )
+    .unwrap();
+    let sweep = std::fs::read(d.join("s.toml")).unwrap();
+    for (args, input) in [
+        (
+            &["run", "-t", "t.toml", "--csv", "./t.toml"][..],
+            "input t.toml",
+        ),
+        (&["reproduce", "t.toml", "-o", "t.toml"], "input t.toml"),
+        (&["sweep", "run", "s.toml", "-o", "s.toml"], "input s.toml"),
+    ] {
+        assert_bad_input(&smtsched(d, args), &[input]);
+    }
+    assert_eq!(std::fs::read_to_string(d.join("t.toml")).unwrap(), set_a);
+    assert_eq!(std::fs::read(d.join("s.toml")).unwrap(), sweep);
     assert_eq!(std::fs::read(d.join("m.json")).unwrap(), kept);
     assert!(!d.join("x.json").exists());
     assert!(matrix(&["--csv", "/dev/null", "--svg", "/dev/null"])

@@ -894,7 +894,7 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
             "k.toml",
             set_b.replacen("name = \"usenix05-set-b\"", "name = \"k\"", 1)
                 + "\n[cmt]\nwarmup_cycles = 5\n",
-            "k.toml: cmt: a \"policies\" experiment has none",
+            "k.toml: cmt: an experiment of kind \"policies\" has none",
         ),
         (
             "d.toml",

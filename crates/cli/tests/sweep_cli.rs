@@ -175,8 +175,8 @@ fn a_second_run_writing_the_same_output_is_refused_while_the_first_runs() {
     unsafe { libc::kill(first.id() as i32, libc::SIGSTOP) };
     let kept = std::fs::read(&journal).unwrap();
     let second = smtsched(d, &run);
-    let pid = format!("(pid {})", first.id());
-    assert_bad_input(&second, &["out.json.progress", "another smtsched", &pid]);
+    let pid = format!("(pid {}, smtsched)", first.id());
+    assert_bad_input(&second, &["out.json:", &pid, "holds out.json.progress"]);
     assert_eq!(
         std::fs::read(&journal).unwrap(),
         kept,

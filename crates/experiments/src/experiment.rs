@@ -447,7 +447,7 @@ pub fn experiment_from_source(
         return Err(bad(
             key,
             format!(
-                "a {} experiment has none: it would be ignored",
+                "an experiment of kind {} has none: it would be ignored",
                 e.kind.quoted()
             ),
         ));
@@ -456,7 +456,8 @@ pub fn experiment_from_source(
         return Err(bad(
             "paper.claim",
             format!(
-                "a {} experiment states its claims in its own section's `claim` tables",
+                "an experiment of kind {} states its claims in its own section's `claim` \
+                 tables",
                 e.kind.quoted()
             ),
         ));
@@ -478,13 +479,14 @@ fn reads(kind: ExperimentKind, key: &str) -> bool {
         "repetitions",
         "max_repetitions",
         "paper",
-        "profile",
     ];
+    // Only a task set looks its workloads up among the file's own profiles.
     const TASK_SET: &[&str] = &[
         "task",
         "group",
         "device",
         "clients",
+        "profile",
         "baseline",
         "duration_s",
     ];

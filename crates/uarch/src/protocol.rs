@@ -235,13 +235,13 @@ pub fn corun(
         });
         *copy += 1;
     }
-    // Time-shared threads are simulated only while they refill, as a matrix's pairs are.
+    let cpus: Vec<u32> = threads.iter().map(|&(_, cpu)| cpu).collect();
     let rates = match window {
-        Window::Cycles { .. } => solos
+        Window::Cycles { .. } if corun_refills_only(proto, &cpus) => solos
             .iter()
             .map(|s| solo_rates(s, Placement::Timeshare, proto))
             .collect(),
-        Window::Instructions => Vec::new(),
+        _ => Vec::new(),
     };
     let r = run_with_rates(machine, threads, proto, window, rates)?;
     Ok(r.threads
@@ -253,6 +253,13 @@ pub fn corun(
             solo,
         })
         .collect())
+}
+
+/// Whether a co-run of threads on `cpus` simulates its quanta only while they refill: where the
+/// protocol asks for it and every thread time-shares one CPU, the rest idle, as a matrix's pair
+/// does (where it was validated); beside a busy CPU every cycle is simulated.
+pub fn corun_refills_only(proto: &Protocol, cpus: &[u32]) -> bool {
+    proto.refill_only && cpus.len() > 1 && cpus.iter().all(|&c| c == cpus[0])
 }
 
 /// A thread's PR over `window`: for the same instructions, its solo time over its co-run time;

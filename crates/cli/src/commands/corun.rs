@@ -6,7 +6,7 @@ use crate::args::CorunArgs;
 use anyhow::Result;
 use smtsched_model::{MachineModel, Placement};
 use smtsched_report::Table;
-use smtsched_uarch::protocol::{corun, default_cpus, CorunThread};
+use smtsched_uarch::protocol::{corun, corun_refills_only, default_cpus, CorunThread};
 use smtsched_uarch::{Protocol, Workload};
 
 pub struct CorunPlan {
@@ -28,8 +28,11 @@ impl Plan for CorunPlan {
             Some(list) => thread_cpus(&machine, list, workloads.len())?,
             None => default_cpus(&machine, workloads.len())?.0,
         };
-        let time_shared = smtsched_model::first_repeat(&cpus).is_some();
-        let protocol = protocol(&a.sim, Some(&a.timeshare), &machine, time_shared)?;
+        let sharing = smtsched_model::first_repeat(&cpus).map(|(_, &cpu)| {
+            let on = cpus.iter().filter(|&&c| c == cpu).count();
+            format!("CPU {cpu} runs {on} of the {} threads", cpus.len())
+        });
+        let protocol = protocol(&a.sim, Some(&a.timeshare), &machine, sharing.as_deref())?;
         Ok(CorunPlan {
             machine,
             workloads,
@@ -54,7 +57,11 @@ impl Plan for CorunPlan {
         // Threads sharing a CPU are measured as time-shared pairs are: over rounds of quanta. Said
         // first, as a machine with too few CPUs time-shares without being asked to.
         if smtsched_model::first_repeat(&self.cpus).is_some() {
-            let window = window_text(&self.protocol, Placement::Timeshare, &self.machine);
+            let shown = Protocol {
+                refill_only: corun_refills_only(&self.protocol, &self.cpus),
+                ..self.protocol
+            };
+            let window = window_text(&shown, Placement::Timeshare, &self.machine);
             out(&format!("{window}\n"))?;
         }
         out(&table(&threads, &r).render())?;

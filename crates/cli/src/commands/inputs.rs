@@ -45,39 +45,45 @@ pub(crate) fn refs(loaded: &[Box<dyn Workload>]) -> Vec<&dyn Workload> {
     loaded.iter().map(|w| w.as_ref()).collect()
 }
 
-/// The co-run protocol `sim` and `timeshare` give. `time_shared`: whether threads share a
-/// logical CPU. Only then do the quantum, the rounds and `--full-quanta` apply (`timeshare` is
-/// `None` for commands that never time-share), and only otherwise the instruction window: an
-/// option given where it does not apply is refused, as it would change nothing.
+/// Measured rounds of a time-shared run, at most (with the longest quantum, hours of simulated
+/// time).
+const MAX_ROUNDS: u32 = 1000;
+
+/// The co-run protocol `sim` and `timeshare` give. `sharing`: where threads share a logical CPU,
+/// in words (`None`: none does). Only then do the quantum, the rounds and `--full-quanta` apply
+/// (`timeshare` is `None` for commands that never time-share), and only otherwise the
+/// instruction window: an option given where it does not apply is refused, as it would change
+/// nothing.
 pub(crate) fn protocol(
     sim: &SimArgs,
     timeshare: Option<&TimeshareArgs>,
     machine: &MachineModel,
-    time_shared: bool,
+    sharing: Option<&str>,
 ) -> Result<Protocol> {
     let ts = timeshare.cloned().unwrap_or(TimeshareArgs {
         quantum_ms: None,
         rounds: None,
         full_quanta: false,
     });
-    let (not_applying, why) = if time_shared {
-        (
+    let (not_applying, why) = match sharing {
+        Some(where_) => (
             vec![
                 ("--instructions", sim.instructions.is_some()),
                 ("--warmup", sim.warmup.is_some()),
             ],
-            "does not apply where threads share a logical CPU: they are measured over rounds of \
-             quanta",
-        )
-    } else {
-        (
+            format!(
+                "does not apply here ({where_}): threads that share a logical CPU are measured \
+                 over rounds of quanta"
+            ),
+        ),
+        None => (
             vec![
                 ("--quantum-ms", ts.quantum_ms.is_some()),
                 ("--rounds", ts.rounds.is_some()),
                 ("--full-quanta", ts.full_quanta),
             ],
-            "applies to threads that share a logical CPU, and none does here",
-        )
+            "applies to threads that share a logical CPU, and none does here".to_string(),
+        ),
     };
     if let Some((flag, _)) = not_applying.iter().find(|(_, given)| *given) {
         return Err(bad_input(format!("{flag} {why}")));
@@ -91,10 +97,10 @@ pub(crate) fn protocol(
         )));
     }
     let rounds = ts.rounds.unwrap_or(2);
-    if rounds == 0 {
-        return Err(bad_input(
-            "--rounds 0: at least one measured round is needed",
-        ));
+    if !(1..=MAX_ROUNDS).contains(&rounds) {
+        return Err(bad_input(format!(
+            "--rounds {rounds}: must be 1 to {MAX_ROUNDS} measured rounds"
+        )));
     }
     let instructions = sim.instructions.unwrap_or(2_000_000);
     let warmup = sim.warmup.unwrap_or(1_000_000);

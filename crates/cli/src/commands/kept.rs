@@ -52,6 +52,8 @@ pub(crate) struct KeptRun<'a, R> {
     pub inputs: String,
     pub places: &'a [usize],
     pub unit: &'a str,
+    /// What the run writes (named when another run holds it).
+    pub output: &'a Path,
 }
 
 impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
@@ -70,7 +72,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
             inputs: k.inputs,
             run: k.run,
         };
-        let writer = OneWriter::claim(&path)?;
+        let writer = OneWriter::claim(&path, k.output)?;
         let (file, unit, total) = (path.display(), k.unit, k.places.len());
         let done = match read_progress::<R, T>(&path, &id).map_err(bad_input)? {
             Earlier::Continue(items) => match foreign_place(&items, k.places) {

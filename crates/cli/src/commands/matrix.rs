@@ -39,8 +39,8 @@ impl Plan for MatrixPlan {
                 a.workloads
             )));
         }
-        let time_shared = a.placement == Placement::Timeshare;
-        let protocol = protocol(&a.sim, Some(&a.timeshare), &machine, time_shared)?;
+        let sharing = (a.placement == Placement::Timeshare).then_some("-p timeshare");
+        let protocol = protocol(&a.sim, Some(&a.timeshare), &machine, sharing)?;
         let files = MatrixFiles::checked(a.files)?;
         Ok(MatrixPlan {
             machine,

@@ -1,44 +1,72 @@
-//! One run at a time per output: a run that keeps a progress journal claims the journal's name
-//! for as long as it runs, so that two commands writing the same output cannot mix their items.
+//! One run at a time per output: a run that keeps a progress journal claims the journal for as
+//! long as it runs, so that two commands writing the same output cannot mix their items.
 //!
 //! The claim is a listening Unix socket in Linux's abstract namespace, named after the journal's
-//! resolved path: the kernel lets go of it when the process ends, however it ends (SIGKILL too),
-//! and it leaves no file behind. (A lock on a file would not do: the journal and the output are
-//! replaced by renames, and a lock file would be left by a killed run.)
+//! resolved path and its device: the kernel lets go of it when the process ends, however it
+//! ends (SIGKILL too), and it leaves no file behind. (A lock on a file would not do: the journal
+//! and the output are replaced by renames, and a lock file would be left by a killed run.) The
+//! device keeps apart runs that see different files at one path (a private /tmp).
 
 use super::output::resolved;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use std::os::fd::AsRawFd;
 use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
 use std::path::Path;
 
-/// Held while a run writes `path`; dropping it lets another run claim it.
+/// Held while a run writes its output; dropping it lets another run claim it.
 pub(crate) struct OneWriter {
     _claim: UnixListener,
 }
 
 impl OneWriter {
-    /// Claims `path`, or says which process holds it (one line, exit 2).
-    pub fn claim(path: &Path) -> Result<Self> {
-        let resolved = resolved(path);
-        let key = smtsched_uarch::rng::derive_seed(0, &resolved.to_string_lossy());
-        let name = format!("smtsched-output-{key:016x}");
+    /// Claims `journal`, the journal of `output`, or says which process holds it (one line,
+    /// exit 2).
+    pub fn claim(journal: &Path, output: &Path) -> Result<Self> {
+        let name = format!("smtsched-output-{:016x}", file_key(journal)?);
         let addr = SocketAddr::from_abstract_name(name.as_bytes())?;
         match UnixListener::bind_addr(&addr) {
             Ok(claim) => Ok(OneWriter { _claim: claim }),
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
-                let who = holder(&addr).map_or(String::new(), |pid| format!(" (pid {pid})"));
+                let who = holder(&addr).map_or("another process".into(), |pid| {
+                    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"));
+                    let comm = comm.as_deref().unwrap_or("?").trim();
+                    format!("another process (pid {pid}, {comm})")
+                });
                 Err(bad_input(format!(
-                    "{}: another smtsched{who} is writing this journal's output now; let it \
-                     finish, or write elsewhere",
-                    path.display()
+                    "{}: {who} is writing this output now (it holds {}); let it finish, or \
+                     write elsewhere",
+                    output.display(),
+                    journal.display()
                 )))
             }
-            Err(e) => Err(e).with_context(|| format!("cannot claim {}", path.display())),
+            Err(e) => Err(e).with_context(|| format!("cannot claim {}", journal.display())),
         }
     }
+}
+
+/// The file `path` names, as a number: its resolved path's bytes (links resolved in the part
+/// that exists) and the device of the part that exists. The device stays as the rest is made
+/// (a new file or directory is on its parent's), and tells apart one path in different mount
+/// namespaces (a private /tmp).
+fn file_key(path: &Path) -> Result<u64> {
+    let resolved = resolved(path);
+    let dev = resolved
+        .ancestors()
+        .find_map(|a| std::fs::metadata(a).ok())
+        .map_or(0, |m| m.dev());
+    let mut bytes = dev.to_le_bytes().to_vec();
+    bytes.extend(resolved.as_os_str().as_encoded_bytes());
+    Ok(fnv1a(&bytes))
+}
+
+/// FNV-1a, 64 bits: stable across builds (the claim must mean the same to every version).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// The process listening at `addr`: the kernel's credentials of a connection's other end.
@@ -73,18 +101,19 @@ mod tests {
     fn one_output_has_one_writer_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("new-dir/out.json.progress");
-        let first = OneWriter::claim(&path).unwrap();
+        let claim = |p: &Path| OneWriter::claim(p, Path::new("out.json"));
+        let first = claim(&path).unwrap();
         std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).unwrap();
         let other_spelling = dir.path().join("link/new-dir/out.json.progress");
-        let refused = OneWriter::claim(&other_spelling).err().unwrap().to_string();
-        let pid = format!("(pid {})", std::process::id());
+        let refused = claim(&other_spelling).err().unwrap().to_string();
+        let pid = format!("(pid {},", std::process::id());
         assert!(refused.contains(&pid), "{refused}");
-        assert!(OneWriter::claim(&dir.path().join("other.progress")).is_ok());
+        assert!(claim(&dir.path().join("other.progress")).is_ok());
         // Existing or not yet made, a path is the same claim.
         std::fs::create_dir(dir.path().join("new-dir")).unwrap();
         std::fs::write(&path, "").unwrap();
-        assert!(OneWriter::claim(&path).is_err());
+        assert!(claim(&path).is_err());
         drop(first);
-        assert!(OneWriter::claim(&path).is_ok());
+        assert!(claim(&path).is_ok());
     }
 }

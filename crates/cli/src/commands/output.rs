@@ -63,8 +63,10 @@ pub(crate) fn check_inputs_kept<'a>(
     inputs: &[&Path],
     outputs: impl IntoIterator<Item = Option<&'a Path>>,
 ) -> Result<()> {
+    // `-` reads standard input, not a file of that name.
+    let files: Vec<&&Path> = inputs.iter().filter(|i| i.as_os_str() != "-").collect();
     for out in outputs.into_iter().flatten() {
-        if let Some(input) = inputs.iter().find(|i| same_file(i, out)) {
+        if let Some(input) = files.iter().find(|i| same_file(i, out)) {
             return Err(bad_input(format!(
                 "{}: would replace this command's input {}; write the output elsewhere",
                 out.display(),
@@ -75,15 +77,13 @@ pub(crate) fn check_inputs_kept<'a>(
     Ok(())
 }
 
-/// Whether `a` and `b` are one regular file: the same inode where both exist, else the same
-/// place (`-o x --csv ./x`). A device or FIFO may take any number of outputs (`/dev/null`).
+/// Whether `a` and `b` name one regular file: the same place once links are resolved (`-o x
+/// --csv ./x`, a link to the other). A device or FIFO may take any number of outputs
+/// (`/dev/null`); two hard links are two names an output replaces apart (by rename), so each
+/// keeps its own.
 fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.is_file() && x.dev() == y.dev() && x.ino() == y.ino(),
-        (Err(_), Err(_)) => resolved(a) == resolved(b),
-        _ => false,
-    }
+    let special = |p: &Path| std::fs::metadata(p).is_ok_and(|m| !m.is_file());
+    !special(a) && !special(b) && resolved(a) == resolved(b)
 }
 
 /// `path` made absolute, with the links of the part that exists resolved: two spellings of one

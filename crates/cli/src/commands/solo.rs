@@ -32,7 +32,7 @@ impl Plan for SoloPlan {
             )));
         }
         // One thread on one CPU: nothing is time-shared.
-        let protocol = protocol(&a.sim, None, &machine, false)?;
+        let protocol = protocol(&a.sim, None, &machine, None)?;
         Ok(SoloPlan {
             machine,
             workload,

@@ -105,6 +105,7 @@ impl Plan for SweepPlan {
                     return Err(bad_input("--shard needs -o FILE for the shard's results"));
                 }
                 check_outputs([output.as_deref()])?;
+                check_inputs_kept(&[file.as_path()], [output.as_deref()])?;
                 SweepPlan::Run {
                     sweep,
                     shard,
@@ -189,7 +190,7 @@ fn kept_beside(
     output: Option<&Path>,
     places: &[usize],
 ) -> Result<Option<Kept<JobResult>>> {
-    let Some(path) = output.and_then(progress_beside) else {
+    let Some((output, path)) = output.and_then(|o| Some((o, progress_beside(o)?))) else {
         return Ok(None);
     };
     let run = KeptRun {
@@ -203,6 +204,7 @@ fn kept_beside(
         inputs: inputs_fingerprint(&sweep.spec)?,
         places,
         unit: "job(s)",
+        output,
     };
     Kept::open(path, run, None).map(Some)
 }

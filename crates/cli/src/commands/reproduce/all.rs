@@ -258,6 +258,10 @@ impl RunAll {
             inputs: self.suite.inputs.clone(),
             places: &places,
             unit: "experiment(s)",
+            output: self
+                .output
+                .as_deref()
+                .expect("a journal is kept beside an output"),
         };
         Kept::open(path, run, dir).map(Some)
     }

@@ -4,14 +4,16 @@ mod all;
 mod report;
 
 use super::plan::Plan;
-use super::{check_outputs, check_time, out, write_file, Bars, MAX_SIMULATED_SECONDS};
+use super::{
+    check_inputs_kept, check_outputs, check_time, out, write_file, Bars, MAX_SIMULATED_SECONDS,
+};
 use crate::args::ReproduceArgs;
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use smtsched_experiments::experiment::{load_experiment, Experiment, EXPERIMENTS};
 use smtsched_experiments::run::{check, RunOptions};
 use smtsched_report::Table;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub enum ReproducePlan {
     /// `--list`, or no experiment named: the experiments and their titles.
@@ -58,6 +60,12 @@ impl Plan for ReproducePlan {
         }
         check(&experiment, &options).with_context(|| name.to_string())?;
         check_outputs([a.output.as_deref()])?;
+        // An experiment named by its file: the output must not replace it.
+        let file: Vec<&Path> = Some(Path::new(name))
+            .filter(|p| p.is_file())
+            .into_iter()
+            .collect();
+        check_inputs_kept(&file, [a.output.as_deref()])?;
         Ok(ReproducePlan::One {
             experiment,
             options,

@@ -1,7 +1,7 @@
 //! The files `run` writes about its first policy's first repetition (timeline, its SVG, a
 //! Perfetto trace, the decisions) and about every run (per-task CSV).
 
-use super::super::{check_outputs, write_files};
+use super::super::{check_inputs_kept, check_outputs, write_files};
 use anyhow::Result;
 use smtsched_model::MachineModel;
 use smtsched_os::policy::DecisionRecord;
@@ -21,14 +21,18 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
-    pub fn check(&self) -> Result<()> {
-        check_outputs([
+    /// Checks the files before the run: each can be written, and none is one of the run's
+    /// `inputs` (its task set, a measured matrix).
+    pub fn check(&self, inputs: &[&Path]) -> Result<()> {
+        let outputs = [
             self.timeline.as_deref(),
             self.timeline_svg.as_deref(),
             self.trace.as_deref(),
             self.csv.as_deref(),
             self.decisions.as_deref(),
-        ])
+        ];
+        check_outputs(outputs)?;
+        check_inputs_kept(inputs, outputs)
     }
 
     /// Whether the simulation must record the schedule (every context switch).

@@ -90,7 +90,11 @@ impl Plan for RunPlan {
             csv: a.csv,
             decisions: a.decisions,
         };
-        files.check()?;
+        let mut inputs: Vec<&Path> = tasks_file.iter().map(Path::new).collect();
+        if let OracleSpec::Measured(matrix) = &a.oracle {
+            inputs.push(matrix);
+        }
+        files.check(&inputs)?;
         check_decisions_recorded(&files, a.baseline, a.policies[0])?;
         if let (OracleSpec::Measured(path), Some(build)) = (&a.oracle, a.kernel) {
             return Err(bad_input(format!(
