@@ -212,7 +212,7 @@ pub struct SimArgs {
 }
 
 /// Options of threads that time-share a logical CPU (`corun`, `matrix`), refused where none does.
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct TimeshareArgs {
     /// Time slice for threads sharing one logical CPU, in milliseconds of simulated time,
     /// 0.1 to 1000 [default: 10].

@@ -4,7 +4,7 @@
 use rayon::ThreadPoolBuildError;
 use serde::Serialize;
 use smtsched_model::{load_workload, MachineModel, ModelError, Placement, SPEC2000};
-use smtsched_uarch::protocol::{default_cpus, matrix, run_together};
+use smtsched_uarch::protocol::{default_cpus, matrix, quantum_cycles, run_together};
 use smtsched_uarch::{Protocol, ProtocolError, Window, Workload};
 
 /// Time slice when a machine has fewer logical CPUs than the bench has workloads.
@@ -76,7 +76,7 @@ pub fn speed(
         seed: 1,
         warmup_instructions: instructions / 2,
         measure_instructions: instructions,
-        quantum_cycles: (TIMESHARE_QUANTUM_MS * 1e6 * m.clock_ghz).round() as u64,
+        quantum_cycles: quantum_cycles(TIMESHARE_QUANTUM_MS, m),
         timeshare_rounds: 1,
         refill_only: false,
     };
@@ -109,8 +109,7 @@ pub fn scaling(m: &MachineModel) -> Result<Scaling, BenchError> {
     } else if m.cores() >= 2 {
         (Placement::Cores, 1 << 40)
     } else {
-        let quantum = SCALING_QUANTUM_MS * 1e6 * m.clock_ghz;
-        (Placement::Timeshare, quantum.round() as u64)
+        (Placement::Timeshare, quantum_cycles(SCALING_QUANTUM_MS, m))
     };
     let profiles = SPEC2000[..SCALING_WORKLOADS]
         .iter()

@@ -15,6 +15,7 @@ use smtsched_os::runs::simulate;
 use smtsched_os::sim::{Baseline, SimConfig};
 use smtsched_os::taskset::TaskSetSpec;
 use smtsched_os::PolicyName;
+use smtsched_uarch::protocol::quantum_cycles;
 use smtsched_uarch::{Protocol, Workload};
 use std::path::Path;
 
@@ -506,8 +507,7 @@ impl Sweep {
                     seed,
                     warmup_instructions: self.spec.warmup_instructions,
                     measure_instructions: self.spec.measure_instructions,
-                    quantum_cycles: (self.spec.quantum_ms * 1e6 * m.clock_ghz).round().max(1.0)
-                        as u64,
+                    quantum_cycles: quantum_cycles(self.spec.quantum_ms, m),
                     timeshare_rounds: 1,
                     refill_only: true,
                 };

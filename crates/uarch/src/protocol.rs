@@ -36,6 +36,11 @@ pub struct Protocol {
 /// Time slices a protocol may use, in ms: from finer than any OS's (a thread still gets work
 /// done in one) up to a second.
 pub const QUANTUM_MS: std::ops::RangeInclusive<f64> = 0.1..=1000.0;
+/// A time slice of `ms` milliseconds in cycles of `machine` (at least one).
+pub fn quantum_cycles(ms: f64, machine: &MachineModel) -> u64 {
+    (ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64
+}
+
 /// Instructions of a thread's warm-up, and of its window, at most (about 15 hours of simulation
 /// each).
 pub const MAX_THREAD_INSTRUCTIONS: u64 = 1_000_000_000_000;

@@ -6,7 +6,7 @@ use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_machine, load_workload};
 use smtsched_model::{CpuSequence, MachineModel, Override, Placement};
-use smtsched_uarch::protocol::{MAX_THREAD_INSTRUCTIONS, QUANTUM_MS};
+use smtsched_uarch::protocol::{quantum_cycles, MAX_THREAD_INSTRUCTIONS, QUANTUM_MS};
 use smtsched_uarch::{Protocol, Workload};
 
 pub(crate) fn machine(name: &str, set: &[Override]) -> Result<MachineModel> {
@@ -60,11 +60,7 @@ pub(crate) fn protocol(
     machine: &MachineModel,
     sharing: Option<&str>,
 ) -> Result<Protocol> {
-    let ts = timeshare.cloned().unwrap_or(TimeshareArgs {
-        quantum_ms: None,
-        rounds: None,
-        full_quanta: false,
-    });
+    let ts = timeshare.cloned().unwrap_or_default();
     let (not_applying, why) = match sharing {
         Some(where_) => (
             vec![
@@ -116,7 +112,7 @@ pub(crate) fn protocol(
         seed: sim.seed,
         warmup_instructions: warmup,
         measure_instructions: instructions,
-        quantum_cycles: (quantum_ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64,
+        quantum_cycles: quantum_cycles(quantum_ms, machine),
         timeshare_rounds: rounds,
         refill_only: !ts.full_quanta,
     })

@@ -25,7 +25,7 @@ impl OneWriter {
     /// Claims `journal`, the journal of `output`, or says which process holds it (one line,
     /// exit 2).
     pub fn claim(journal: &Path, output: &Path) -> Result<Self> {
-        let name = format!("smtsched-output-{:016x}", file_key(journal)?);
+        let name = format!("smtsched-output-{:016x}", file_key(journal));
         let addr = SocketAddr::from_abstract_name(name.as_bytes())?;
         match UnixListener::bind_addr(&addr) {
             Ok(claim) => Ok(OneWriter { _claim: claim }),
@@ -51,7 +51,7 @@ impl OneWriter {
 /// that exists) and the device of the part that exists. The device stays as the rest is made
 /// (a new file or directory is on its parent's), and tells apart one path in different mount
 /// namespaces (a private /tmp).
-fn file_key(path: &Path) -> Result<u64> {
+fn file_key(path: &Path) -> u64 {
     let resolved = resolved(path);
     let dev = resolved
         .ancestors()
@@ -59,7 +59,7 @@ fn file_key(path: &Path) -> Result<u64> {
         .map_or(0, |m| m.dev());
     let mut bytes = dev.to_le_bytes().to_vec();
     bytes.extend(resolved.as_os_str().as_encoded_bytes());
-    Ok(fnv1a(&bytes))
+    fnv1a(&bytes)
 }
 
 /// FNV-1a, 64 bits: stable across builds (the claim must mean the same to every version).

@@ -61,11 +61,9 @@ impl Plan for ReproducePlan {
         check(&experiment, &options).with_context(|| name.to_string())?;
         check_outputs([a.output.as_deref()])?;
         // An experiment named by its file: the output must not replace it.
-        let file: Vec<&Path> = Some(Path::new(name))
-            .filter(|p| p.is_file())
-            .into_iter()
-            .collect();
-        check_inputs_kept(&file, [a.output.as_deref()])?;
+        if Path::new(name).is_file() {
+            check_inputs_kept(&[Path::new(name)], [a.output.as_deref()])?;
+        }
         Ok(ReproducePlan::One {
             experiment,
             options,
