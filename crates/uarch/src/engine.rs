@@ -396,6 +396,7 @@ impl Context {
     }
 
     /// Looks up the data `instr` accesses (a store if `write`) and counts where it was found.
+    #[inline(always)]
     fn data(
         &self,
         t: &mut SwThread,
@@ -1064,23 +1065,7 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
         {
             continue;
         }
-        let slot = core.contexts[ci]
-            .thread()
-            .expect("active context has a thread");
-        let t = &mut threads[slot];
-        let instr = t.source.next_instr();
-        t.kernel = instr.kernel;
         let began = core.contexts[ci].now;
-
-        // Phase or mode change: new timing characteristics for this thread and new rates for
-        // the core.
-        let key = instr.timing_key();
-        if key != core.contexts[ci].phase {
-            core.contexts[ci].phase = key;
-            core.contexts[ci].timing = t.source.phase_timing(key);
-            core.epoch += 1;
-        }
-
         // Bandwidth share: depends on which siblings are dispatching right now.
         let mut mask = 0u64;
         for &j in &core.busy {
@@ -1088,7 +1073,21 @@ fn run_ooo(core: &mut Core, threads: &mut [SwThread], mem: &mut MemorySystem, tu
                 mask |= 1 << j;
             }
         }
-        let dt = match core.contexts[ci].cached_dt(mask, core.epoch) {
+        let ctx = &mut core.contexts[ci];
+        let slot = ctx.thread().expect("active context has a thread");
+        let t = &mut threads[slot];
+        let instr = t.source.next_instr();
+        t.kernel = instr.kernel;
+
+        // Phase or mode change: new timing characteristics for this thread and new rates for
+        // the core.
+        let key = instr.timing_key();
+        if key != ctx.phase {
+            ctx.phase = key;
+            ctx.timing = t.source.phase_timing(key);
+            core.epoch += 1;
+        }
+        let dt = match ctx.cached_dt(mask, core.epoch) {
             Some(dt) => dt,
             None => {
                 let mut phases = vec![core.contexts[ci].timing];

@@ -231,6 +231,9 @@ struct Mix {
     t_mispredict: u32,
     t_taken: u32,
     instr_bytes: u64,
+    /// Bytes of the longest run and its event: nearer the end of a code area than this, a run
+    /// may have to stop short of it.
+    run_bytes: u64,
     /// (cumulative weight threshold, index into `code`).
     code: Vec<(u64, usize)>,
     /// (cumulative weight threshold, index into `data`).
@@ -401,6 +404,7 @@ impl Areas {
             t_mispredict: (threshold(m.branch_mispredict_rate) >> 32) as u32,
             t_taken: (threshold(m.taken_branches) >> 32) as u32,
             instr_bytes: bytes,
+            run_bytes: (MAX_RUN as u64 + 1) * bytes,
             code: cumulative(code_idx.into_iter()),
             data: cumulative(data_idx.into_iter()),
             timing: PhaseTiming::of(m),
@@ -549,7 +553,7 @@ impl InstructionSource for SyntheticStream {
         // `limit` ends the run whatever its draw.
         let mut limit = (self.remaining - 1).min(mode_left - 1).min(MAX_RUN as u64);
         let room = self.area_end.saturating_sub(self.pc);
-        if room <= (MAX_RUN as u64 + 1) * m.instr_bytes {
+        if room <= m.run_bytes {
             // Near the end of the code area (rarely: a division is dear).
             limit = limit.min(room.div_ceil(m.instr_bytes).saturating_sub(1));
         }
