@@ -42,12 +42,7 @@ impl Shard {
 
 /// FNV-1a, 64 bits: a stable fingerprint of a run's canonical text (not a security hash).
 pub fn fingerprint(text: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", smtsched_uarch::rng::fnv1a(text.as_bytes()))
 }
 
 /// One shard file as merging sees it.

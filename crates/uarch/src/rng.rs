@@ -12,15 +12,18 @@ pub fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// FNV-1a, 64 bits: a hash of `bytes` that is the same on every platform and in every version
+/// (seeds, fingerprints and names derived from it must not change; not a security hash).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 /// Derives a seed from a parent seed and a label (a workload name, a copy index…).
 pub fn derive_seed(seed: u64, label: &str) -> u64 {
     // FNV-1a over the label, then mixed with the parent: stable across platforms and versions.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in label.as_bytes() {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    mix64(seed ^ mix64(h))
+    mix64(seed ^ mix64(fnv1a(label.as_bytes())))
 }
 
 /// The simulator's random number generator (xoshiro256++).

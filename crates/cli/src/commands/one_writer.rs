@@ -59,14 +59,8 @@ fn file_key(path: &Path) -> u64 {
         .map_or(0, |m| m.dev());
     let mut bytes = dev.to_le_bytes().to_vec();
     bytes.extend(resolved.as_os_str().as_encoded_bytes());
-    fnv1a(&bytes)
-}
-
-/// FNV-1a, 64 bits: stable across builds (the claim must mean the same to every version).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    // Stable across builds: the claim must mean the same to every version.
+    smtsched_uarch::rng::fnv1a(&bytes)
 }
 
 /// The process listening at `addr`: the kernel's credentials of a connection's other end.
