@@ -301,3 +301,14 @@ fn a_slurm_dir_that_is_a_file_is_refused_before_the_script_is_written() {
         std::fs::remove_file(d.join("submit.sh")).unwrap();
     }
 }
+
+#[test]
+fn an_output_where_no_file_can_be_made_is_refused_before_the_work_even_for_root() {
+    // access(2) lets root past any directory, but /proc makes no files for anyone: the output's
+    // temporary file is tried before the matrix (a minute or more) is simulated.
+    let dir = tempfile::tempdir().unwrap();
+    let out = "/proc/smtsched-matrix.json";
+    let args = ["matrix", "--workloads", "all", "-o", out];
+    let says = format!("cannot write {out}");
+    refused_at_once(dir.path(), &args, Duration::from_secs(10), &[&says]);
+}

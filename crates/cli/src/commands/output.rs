@@ -52,7 +52,16 @@ pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>
         if !dir.is_dir() {
             return Err(bad_input(format!("{what}: no directory {}", dir.display())));
         }
-        takes_files(dir, &what)?;
+        if std::fs::metadata(p).is_ok_and(|m| !m.is_file()) {
+            // A device or FIFO is written through, not replaced: it must take writes.
+            if !has_access(p, libc::W_OK) {
+                let e = std::io::Error::last_os_error();
+                return Err(bad_input(format!("{what}: {e}")));
+            }
+        } else {
+            takes_files(dir, &what)?;
+            made_beside(p, &what)?;
+        }
     }
     Ok(())
 }
@@ -114,7 +123,8 @@ pub(crate) fn check_output_dir(dir: &Path, flag: &str) -> Result<()> {
         if !dir.is_dir() {
             return Err(bad_input(format!("{what}: not a directory")));
         }
-        return takes_files(dir, &what);
+        takes_files(dir, &what)?;
+        return made_beside(&dir.join(".smtsched-probe"), &what);
     }
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -143,11 +153,7 @@ pub(crate) fn make_output_dir(dir: &Path, flag: &str) -> Result<()> {
 /// Whether this process may create files in the directory `dir` (access(2), which also answers
 /// for a read-only file system); `what` heads the refusal.
 fn takes_files(dir: &Path, what: &str) -> Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes());
-    // SAFETY: the path is a valid NUL-terminated string for the duration of the call.
-    let ok = path.is_ok_and(|c| unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0);
-    if ok {
+    if has_access(dir, libc::W_OK | libc::X_OK) {
         return Ok(());
     }
     Err(bad_input(format!(
@@ -155,6 +161,23 @@ fn takes_files(dir: &Path, what: &str) -> Result<()> {
         dir.display(),
         std::io::Error::last_os_error()
     )))
+}
+
+/// Whether this process has the access `mode` to `path` (access(2)).
+fn has_access(path: &Path, mode: libc::c_int) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes());
+    // SAFETY: the path is a valid NUL-terminated string for the duration of the call.
+    c.is_ok_and(|c| unsafe { libc::access(c.as_ptr(), mode) } == 0)
+}
+
+/// Whether the file that will replace `path` can be made beside it: access(2) lets root past a
+/// directory that takes no files (/proc, /sys), so the temporary file the write will use is
+/// made, and removed again (one a SIGKILL leaves behind is removed by the next write of `path`).
+fn made_beside(path: &Path, what: &str) -> Result<()> {
+    smtsched_report::AtomicFile::create(path)
+        .map(drop)
+        .map_err(|e| bad_input(format!("{what}: {e}")))
 }
 
 /// Writes an output file atomically, naming it in any error; Ctrl-C or SIGTERM meanwhile takes
