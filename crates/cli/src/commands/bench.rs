@@ -91,21 +91,29 @@ fn peak_resident_bytes() -> Option<u64> {
 }
 
 fn render(runs: &[SpeedRun], scaling: Option<&Scaling>, peak: Option<u64>, repeat: u32) -> String {
-    let mut s = format!(
-        "Simulator speed on one host thread (best of {repeat}):\n{:<22} {:<24} {:<14} {:>14} {:>8} {:>10}\n",
-        "machine", "workloads", "placement", "instructions", "seconds", "M instr/s"
-    );
+    // Columns as wide as their widest cell: a row of five workloads is wider than a pair's.
+    let mut table = smtsched_report::Table::new([
+        "machine",
+        "workloads",
+        "placement",
+        "instructions",
+        "seconds",
+        "M instr/s",
+    ]);
     for r in runs {
-        s += &format!(
-            "{:<22} {:<24} {:<14} {:>14} {:>8.2} {:>10.1}\n",
-            r.machine,
+        table.row([
+            r.machine.clone(),
             r.workloads.join("+"),
-            r.placement,
-            r.instructions_simulated,
-            r.seconds,
-            r.instructions_per_second / 1e6
-        );
+            r.placement.clone(),
+            r.instructions_simulated.to_string(),
+            format!("{:.2}", r.seconds),
+            format!("{:.1}", r.instructions_per_second / 1e6),
+        ]);
     }
+    let mut s = format!(
+        "Simulator speed on one host thread (best of {repeat}):\n{}",
+        table.render()
+    );
     if let Some(c) = scaling {
         s += &format!(
             "\nScaling: a matrix of {} workloads on {} ({} runs) took {:.2} s on 1 host thread and {:.2} s on {}: speed-up {:.2}, {}\n",
