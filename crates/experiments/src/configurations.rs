@@ -655,16 +655,24 @@ pub fn claim_line(c: &RatioClaim, j: &RatioJudgement) -> String {
             }
         })
         .collect();
+    let tie = j.verdict == Verdict::Holds
+        && j.rows
+            .iter()
+            .any(|(_, i)| i.is_some_and(|i| i.at_bound(c.within[0], c.within[1])));
     format!(
-        "[{}] {} ({} in [{}, {}]: {})",
+        "[{}] {} ({} in [{}, {}]: {}){}",
         j.verdict.label(),
         c.says,
         c.ratio.join(" / "),
         c.within[0],
         c.within[1],
-        rows.join(", ")
+        rows.join(", "),
+        if tie { TIE_NOTE } else { "" }
     )
 }
+
+/// Said of a claim that holds only because its quantity equals a bound of its range.
+pub const TIE_NOTE: &str = " — only as a tie: the quantity is at a bound of its range";
 
 /// `1.234 [1.200, 1.268] n=3`.
 pub fn interval_text(i: &MeanInterval) -> String {

@@ -113,6 +113,12 @@ impl MeanInterval {
         }
     }
 
+    /// Whether the interval reaches a bound of `[low, high]` exactly: a claim that holds so holds
+    /// only as a tie (every seed measured the bound itself).
+    pub fn at_bound(&self, low: f64, high: f64) -> bool {
+        self.lo == low || self.hi == high
+    }
+
     /// Whether the quantity is above `threshold`.
     pub fn above(&self, threshold: f64) -> Verdict {
         if self.lo > threshold {

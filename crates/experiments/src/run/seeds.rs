@@ -8,7 +8,7 @@ use super::{
     cap, more_repetitions, repetitions, ClaimOutcome, ClaimQuantity, KindOutcome, Progress,
     RunError, RunOptions,
 };
-use crate::configurations::interval_text;
+use crate::configurations::{interval_text, TIE_NOTE};
 use crate::experiment::Experiment;
 use smtsched_report::verdict::{MeanInterval, Verdict};
 
@@ -147,10 +147,19 @@ fn judged(claims: &[RangeClaim], runs: &[SeedRun]) -> Vec<ClaimOutcome> {
                 }],
                 verdict,
                 evidence: format!(
-                    "[{}] {} (claimed {}; {measured})",
+                    "[{}] {} (claimed {}; {measured}){}",
                     verdict.label(),
                     c.says,
-                    band(c.within)
+                    band(c.within),
+                    match interval {
+                        Some(i)
+                            if verdict == Verdict::Holds
+                                && i.at_bound(c.within[0], c.within[1]) =>
+                        {
+                            TIE_NOTE
+                        }
+                        _ => "",
+                    }
                 ),
             }
         })
@@ -239,5 +248,28 @@ mod tests {
         assert!(judged(&claims[..1], &[gap])
             .iter()
             .all(|c| c.evidence.contains("no value measured")));
+    }
+
+    /// Three seeds measuring exactly 1 give the interval [1, 1]: inside [0, 1] only by reaching
+    /// its upper end, so that claim holds as a tie and says so; inside [0, 2] it holds outright.
+    #[test]
+    fn a_claim_that_holds_only_at_its_bound_says_it_is_a_tie() {
+        let runs = [run(&[1.0, 1.0]), run(&[1.0, 1.0]), run(&[1.0, 1.0])];
+        let claims = [
+            RangeClaim {
+                says: "at most one",
+                within: [0.0, 1.0],
+                of: "x".into(),
+            },
+            RangeClaim {
+                says: "below two",
+                within: [0.0, 2.0],
+                of: "x".into(),
+            },
+        ];
+        let j = judged(&claims, &runs);
+        assert!(j.iter().all(|c| c.verdict == Verdict::Holds));
+        assert!(j[0].evidence.ends_with(TIE_NOTE), "{}", j[0].evidence);
+        assert!(!j[1].evidence.contains("tie"), "{}", j[1].evidence);
     }
 }
