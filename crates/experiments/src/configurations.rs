@@ -655,10 +655,7 @@ pub fn claim_line(c: &RatioClaim, j: &RatioJudgement) -> String {
             }
         })
         .collect();
-    let tie = j.verdict == Verdict::Holds
-        && j.rows
-            .iter()
-            .any(|(_, i)| i.is_some_and(|i| i.at_bound(c.within[0], c.within[1])));
+    let intervals = j.rows.iter().filter_map(|(_, i)| i.as_ref());
     format!(
         "[{}] {} ({} in [{}, {}]: {}){}",
         j.verdict.label(),
@@ -667,12 +664,26 @@ pub fn claim_line(c: &RatioClaim, j: &RatioJudgement) -> String {
         c.within[0],
         c.within[1],
         rows.join(", "),
-        if tie { TIE_NOTE } else { "" }
+        tie_note(j.verdict, intervals, c.within)
     )
 }
 
 /// Said of a claim that holds only because its quantity equals a bound of its range.
 pub const TIE_NOTE: &str = " — only as a tie: the quantity is at a bound of its range";
+
+/// [`TIE_NOTE`] for a claim of range `within` that holds with one of its quantities'
+/// `intervals` at a bound of the range; nothing otherwise.
+pub fn tie_note<'a>(
+    verdict: Verdict,
+    mut intervals: impl Iterator<Item = &'a MeanInterval>,
+    [low, high]: [f64; 2],
+) -> &'static str {
+    if verdict == Verdict::Holds && intervals.any(|i| i.at_bound(low, high)) {
+        TIE_NOTE
+    } else {
+        ""
+    }
+}
 
 /// `1.234 [1.200, 1.268] n=3`.
 pub fn interval_text(i: &MeanInterval) -> String {

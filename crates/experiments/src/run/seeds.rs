@@ -8,7 +8,7 @@ use super::{
     cap, more_repetitions, repetitions, ClaimOutcome, ClaimQuantity, KindOutcome, Progress,
     RunError, RunOptions,
 };
-use crate::configurations::{interval_text, TIE_NOTE};
+use crate::configurations::{interval_text, tie_note};
 use crate::experiment::Experiment;
 use smtsched_report::verdict::{MeanInterval, Verdict};
 
@@ -151,15 +151,7 @@ fn judged(claims: &[RangeClaim], runs: &[SeedRun]) -> Vec<ClaimOutcome> {
                     verdict.label(),
                     c.says,
                     band(c.within),
-                    match interval {
-                        Some(i)
-                            if verdict == Verdict::Holds
-                                && i.at_bound(c.within[0], c.within[1]) =>
-                        {
-                            TIE_NOTE
-                        }
-                        _ => "",
-                    }
+                    tie_note(verdict, interval.iter(), c.within)
                 ),
             }
         })
@@ -178,6 +170,7 @@ fn band([lo, hi]: [f64; 2]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::configurations::TIE_NOTE;
 
     fn run(values: &[f64]) -> SeedRun {
         SeedRun {
