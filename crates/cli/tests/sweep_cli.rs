@@ -176,7 +176,7 @@ fn a_second_run_writing_the_same_output_is_refused_while_the_first_runs() {
     let kept = std::fs::read(&journal).unwrap();
     let second = smtsched(d, &run);
     let pid = format!("(pid {}, smtsched)", first.id());
-    assert_bad_input(&second, &["out.json:", &pid, "holds out.json.progress"]);
+    assert_bad_input(&second, &["out.json:", &pid, "is writing this output now"]);
     assert_eq!(
         std::fs::read(&journal).unwrap(),
         kept,
@@ -288,11 +288,64 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
             "quantum_ms: applies to the timeshare placement",
         ),
         (
-            format!("{PAIRS}quantum_ms = 0.001\n").replace(
+            format!("{PAIRS}quantum_ms = 0.001\n")
+                .replace(
+                    "placements = [\"siblings\"]",
+                    "placements = [\"timeshare\"]",
+                )
+                .replace("warmup_instructions = 20000\n", "")
+                .replace("measure_instructions = 50000\n", ""),
+            "quantum_ms = 0.001: must be 0.1 to 1000",
+        ),
+        // Instruction counts where every placement time-shares: rounds of quanta are measured.
+        (
+            PAIRS.replace(
                 "placements = [\"siblings\"]",
                 "placements = [\"timeshare\"]",
             ),
-            "quantum_ms = 0.001: must be 0.1 to 1000",
+            "warmup_instructions: applies to pairs on threads of their own",
+        ),
+        // What no job could run, found before any job runs (not when the job comes up).
+        (
+            PAIRS.replace("\"northwood\"", "\"northwood\", \"superscalar-redstone\""),
+            "placements: placement siblings is not available on machine superscalar-redstone",
+        ),
+        (
+            PAIRS
+                .replace("kind = \"pairs\"", "kind = \"policies\"")
+                .replace(
+                    "placements = [\"siblings\"]",
+                    "policies = [\"naive\", \"core-sched\"]",
+                )
+                .replace("warmup_instructions = 20000\n", "")
+                .replace("measure_instructions = 50000\n", ""),
+            "policy core-sched needs core scheduling, which the linux24 baseline does not have",
+        ),
+        (
+            PAIRS
+                .replace("kind = \"pairs\"", "kind = \"policies\"")
+                .replace("placements = [\"siblings\"]", "policies = [\"naive\"]")
+                .replace("warmup_instructions = 20000\n", "duration_s = 10\n")
+                .replace("measure_instructions = 50000\n", ""),
+            "duration_s = 10: must be longer than the 10 s in which tasks start",
+        ),
+        // One job twice: two spellings of one workload list, a preset and its own file.
+        (
+            PAIRS.replace(
+                "workloads = [\"gzip-like,mcf-like\"]",
+                "workloads = [\"gzip-like,mcf-like\", \"gzip-like, mcf-like\"]",
+            ),
+            "name the same workloads",
+        ),
+        (
+            PAIRS.replace(
+                "machines = [\"northwood\"]",
+                &format!(
+                    "machines = [\"northwood\", {:?}]",
+                    concat!(env!("CARGO_MANIFEST_DIR"), "/../../machines/northwood.toml")
+                ),
+            ),
+            "are the same machine",
         ),
     ];
     for (text, needle) in cases {
@@ -304,6 +357,35 @@ fn bad_sweeps_shards_and_merges_are_refused_in_one_line() {
     assert_bad_input(
         &smtsched(d, &["sweep", "run", &sweep, "--shard", "3/2"]),
         &["--shard", "3/2"],
+    );
+    // No output replaces an input: the sweep file, or a machine file it loads.
+    let machine = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../machines/northwood.toml"
+    ))
+    .unwrap();
+    write(d, "mine.toml", &machine);
+    let own = write(
+        d,
+        "own.toml",
+        &PAIRS.replace("\"northwood\"", "\"mine.toml\""),
+    );
+    assert_bad_input(
+        &smtsched(d, &["sweep", "run", &own, "-o", "mine.toml"]),
+        &["mine.toml: would replace this command's input"],
+    );
+    assert_bad_input(
+        &smtsched(
+            d,
+            &[
+                "sweep", "slurm", &own, "--shards", "2", "--dir", "o", "-o", &own,
+            ],
+        ),
+        &["own.toml: would replace this command's input"],
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("mine.toml")).unwrap(),
+        machine
     );
     // A shard's results are for `sweep merge`: printed only, they would be lost.
     assert_bad_input(

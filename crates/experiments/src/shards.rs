@@ -66,11 +66,18 @@ pub fn check_complete(parts: &[ShardPart]) -> Result<(), String> {
     let whole = |p: &ShardPart| format!("{}: holds a whole run already, not a shard", p.file);
     let count = first.shard.ok_or_else(|| whole(first))?.count;
     let mut seen = vec![None::<&str>; count as usize];
+    let mut held = std::collections::HashMap::new();
     for p in parts {
-        if p.run != first.run || p.total != first.total {
+        if p.run != first.run {
             return Err(format!(
                 "{}: a shard of {}, not of {} like {}",
                 p.file, p.run, first.run, first.file
+            ));
+        }
+        if p.total != first.total {
+            return Err(format!(
+                "{}: a shard of a run of {} items, but {} is of one of {} (a file edited by hand?)",
+                p.file, p.total, first.file, first.total
             ));
         }
         let s = p.shard.ok_or_else(|| whole(p))?;
@@ -93,6 +100,14 @@ pub fn check_complete(parts: &[ShardPart]) -> Result<(), String> {
                 "{}: item {i} does not belong to shard {}/{count}",
                 p.file, s.index
             ));
+        }
+        for &i in &p.items {
+            if let Some(other) = held.insert(i, p.file) {
+                return Err(format!(
+                    "{}: item {i} is held twice (also by {other})",
+                    p.file
+                ));
+            }
         }
     }
     if let Some(missing) = seen.iter().position(Option::is_none) {
@@ -165,5 +180,18 @@ mod tests {
             .starts_with("b: a shard of s"));
         let short = [part("a", "r", 1, vec![0]), part("b", "r", 2, vec![1])];
         assert!(check_complete(&short).unwrap_err().contains("incomplete"));
+        // Files edited by hand: an item held twice, a run's size changed.
+        let doubled = [part("a", "r", 1, vec![0, 2, 2]), part("b", "r", 2, vec![1])];
+        assert_eq!(
+            check_complete(&doubled).unwrap_err(),
+            "a: item 2 is held twice (also by a)"
+        );
+        let mut resized = part("b", "r", 2, vec![1]);
+        resized.total = 4;
+        let e = check_complete(&[part("a", "r", 1, vec![0, 2]), resized]).unwrap_err();
+        assert!(
+            e.starts_with("b: a shard of a run of 4 items, but a is of one of 3"),
+            "{e}"
+        );
     }
 }

@@ -80,11 +80,11 @@ pub fn submit_script(p: &SlurmPlan) -> String {
          merge=$(sbatch --parsable --job-name={name}-merge --dependency=afterok:\"$array\" \\\n  \
          --chdir={dir} --output={dir}/merge.log --wrap={merge})\n\
          merge=${{merge%%;*}}\n\
-         echo \"array job $array ({n} shards), merge job $merge: output in {dir}/{out}\"\n",
+         echo \"array job $array ({n} shards), merge job $merge: output in \"{dir}/{out}\n",
         n = p.shards,
         shard = shell_quote(&shard_cmd),
         merge = shell_quote(&merge_cmd),
-        out = p.merge_output,
+        out = shell_quote(p.merge_output),
     )
 }
 
@@ -103,5 +103,47 @@ mod tests {
             .output()
             .unwrap();
         assert_eq!(String::from_utf8(out.stdout).unwrap(), "x 'y' $HOME *");
+    }
+
+    /// A directory whose name a shell would read as code or quotes is only ever a name: the
+    /// script (with an `sbatch` that prints a job id) runs nothing it holds and prints it as is.
+    #[test]
+    fn the_script_treats_every_path_as_a_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let sbatch = bin.join("sbatch");
+        std::fs::write(&sbatch, "#!/bin/sh\necho 42\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sbatch, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let dir = tmp.path().join("o\"$(touch INJECTED)'$HOME");
+        let command = ["smtsched".to_string(), "sweep".into()];
+        let script = submit_script(&SlurmPlan {
+            name: "n'1",
+            shards: 2,
+            dir: &dir,
+            workdir: tmp.path(),
+            shard_command: &command,
+            merge_command: &command,
+            merge_output: "results.json",
+        });
+        let path = std::env::var("PATH").unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .current_dir(tmp.path())
+            .env("PATH", format!("{}:{path}", bin.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert!(!tmp.path().join("INJECTED").exists());
+        assert!(dir.is_dir());
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!(
+                "array job 42 (2 shards), merge job 42: output in {}/results.json\n",
+                dir.display()
+            )
+        );
     }
 }

@@ -79,6 +79,9 @@ pub struct SweepSpec {
     /// Time-sharing quantum of a pairs sweep, ms.
     #[serde(default = "default_quantum")]
     pub quantum_ms: f64,
+    /// Measured rounds of a time-shared pair, after one round of warm-up (as `matrix --rounds`).
+    #[serde(default = "default_rounds")]
+    pub timeshare_rounds: u32,
     /// Simulated seconds, base scheduler and each task's run length (alone) of a policies
     /// sweep.
     #[serde(default = "default_duration")]
@@ -101,15 +104,21 @@ fn default_measure() -> u64 {
 fn default_quantum() -> f64 {
     10.0
 }
+// The defaults of `matrix` and `run`, so that a job is the command it stands for.
+fn default_rounds() -> u32 {
+    2
+}
 fn default_duration() -> f64 {
-    60.0
+    3600.0
 }
 fn default_run_seconds() -> f64 {
     60.0
 }
 fn default_baseline() -> Baseline {
-    Baseline::Modern
+    Baseline::Linux24
 }
+/// Most measured rounds of a time-shared pair.
+const MAX_ROUNDS: u32 = 1000;
 
 /// Which sweep a result belongs to: its name and a hash of its canonical text and of the
 /// machines and workloads it loaded, so shards of another sweep (or of an edited sweep, machine
@@ -163,6 +172,20 @@ pub struct JobKey {
     /// The placement (pairs) or policy (policies).
     pub variant: String,
     pub seed: u64,
+}
+
+impl std::fmt::Display for JobKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "machine {}", self.machine)?;
+        if !self.set.is_empty() {
+            write!(f, ", set {}", self.set.join(" "))?;
+        }
+        write!(
+            f,
+            ", workloads {}, {}, seed {}",
+            self.workloads, self.variant, self.seed
+        )
+    }
 }
 
 struct Job {
@@ -225,11 +248,22 @@ pub fn load_sweep(path: &Path) -> Result<Sweep, SweepError> {
         )));
     }
     let time_shared = spec.placements.contains(&Placement::Timeshare);
-    if table.contains_key("quantum_ms") && !time_shared {
-        return Err(bad(format!(
-            "{file}: quantum_ms: applies to the timeshare placement, which the sweep does not \
-             have (it would change nothing)"
-        )));
+    let only_time_shared = spec.placements.iter().all(|&p| p == Placement::Timeshare);
+    let unused = [
+        ("quantum_ms", !time_shared, "the timeshare placement, which the sweep does not have"),
+        ("timeshare_rounds", !time_shared, "the timeshare placement, which the sweep does not have"),
+        ("warmup_instructions", only_time_shared, "pairs on threads of their own, and every placement of the sweep time-shares: a round of quanta warms the caches"),
+        ("measure_instructions", only_time_shared, "pairs on threads of their own, and every placement of the sweep time-shares: rounds of quanta are measured"),
+    ];
+    if spec.kind == SweepKind::Pairs {
+        if let Some((key, _, what)) = unused
+            .iter()
+            .find(|(key, unused, _)| *unused && table.contains_key(*key))
+        {
+            return Err(bad(format!(
+                "{file}: {key}: applies to {what} (it would change nothing)"
+            )));
+        }
     }
     Sweep::new(spec).map_err(|e| bad(format!("{file}: {e}")))
 }
@@ -244,6 +278,7 @@ fn foreign_fields(kind: SweepKind) -> &'static [&'static str] {
             "warmup_instructions",
             "measure_instructions",
             "quantum_ms",
+            "timeshare_rounds",
         ],
     }
 }
@@ -325,11 +360,13 @@ impl Sweep {
                 spec.policies
                     .iter()
                     .map(|p| {
-                        p.parse()
-                            .map(Variant::Policy)
-                            .map_err(|e| format!("policies: {e}"))
+                        let policy: PolicyName = p.parse().map_err(|e| format!("policies: {e}"))?;
+                        policy
+                            .check_baseline(spec.baseline)
+                            .map_err(|e| format!("policies: {e} (set baseline = \"modern\")"))?;
+                        Ok(Variant::Policy(policy))
                     })
-                    .collect::<Result<_, _>>()?
+                    .collect::<Result<_, String>>()?
             }
         };
         if variants.is_empty() {
@@ -358,9 +395,24 @@ impl Sweep {
                     };
                     format!("{at}: {}", one_line(&e.to_string()))
                 })?;
+                for v in &variants {
+                    if let Variant::Placement(p) = *v {
+                        smtsched_uarch::protocol::placement_cpus(&model, p)
+                            .map_err(|e| format!("placements: {e}"))?;
+                    }
+                }
                 per_set.push(model);
             }
             machines.push(per_set);
+        }
+        // Two names of one machine (a preset and its file) would run the same jobs twice.
+        let seen: Vec<String> = machines.iter().map(|m| format!("{:?}", m[0])).collect();
+        if let Some((i, _)) = smtsched_model::first_repeat(&seen) {
+            let first = seen.iter().position(|m| *m == seen[i]).expect("repeated");
+            return Err(format!(
+                "machines: {:?} and {:?} are the same machine",
+                spec.machines[first], spec.machines[i]
+            ));
         }
         let mut workloads = Vec::new();
         // What the machine and workload files held, for `id`.
@@ -377,6 +429,12 @@ impl Sweep {
                 let profile = load_workload(n, &[])
                     .map_err(|e| format!("workloads: {}", one_line(&e.to_string())))?;
                 loaded.push_str(&format!("{profile:?}\n"));
+            }
+            if let Some(same) = workloads.iter().position(|w| *w == names) {
+                return Err(format!(
+                    "workloads: {:?} and {list:?} name the same workloads",
+                    spec.workloads[same]
+                ));
             }
             workloads.push(names);
         }
@@ -437,6 +495,18 @@ impl Sweep {
         jobs
     }
 
+    /// The files the sweep loaded besides itself (machine and workload files), which an output
+    /// must not replace.
+    pub fn files(&self) -> Vec<&Path> {
+        let machines = self.spec.machines.iter();
+        let workloads = self.workloads.iter().flatten();
+        machines
+            .chain(workloads)
+            .map(Path::new)
+            .filter(|p| p.is_file())
+            .collect()
+    }
+
     pub fn jobs_total(&self) -> usize {
         self.jobs().len()
     }
@@ -463,7 +533,7 @@ impl Sweep {
             .map(|&(index, job)| {
                 let outcome = self
                     .run_job(job)
-                    .map_err(|e| SweepError::Run(format!("job {index} ({:?}): {e}", job.key)))?;
+                    .map_err(|e| SweepError::Run(format!("job {index} ({}): {e}", job.key)))?;
                 let result = JobResult {
                     index,
                     key: job.key.clone(),
@@ -508,7 +578,7 @@ impl Sweep {
                     warmup_instructions: self.spec.warmup_instructions,
                     measure_instructions: self.spec.measure_instructions,
                     quantum_cycles: quantum_cycles(self.spec.quantum_ms, m),
-                    timeshare_rounds: 1,
+                    timeshare_rounds: self.spec.timeshare_rounds,
                     refill_only: true,
                 };
                 let matrix = smtsched_uarch::protocol::matrix(m, &refs, p, &proto, &|| {})
@@ -566,10 +636,18 @@ fn check_numbers(s: &SweepSpec) -> Result<(), String> {
             s.run_seconds
         ));
     }
-    if !(s.duration_s >= 0.01 && s.duration_s <= 1e6) {
+    let stagger_s = SimConfig::new(s.baseline, s.duration_s, 0).stagger_s;
+    if !(s.duration_s > stagger_s && s.duration_s <= 1e6) {
         return Err(format!(
-            "duration_s = {}: must be 0.01 to 10^6",
+            "duration_s = {}: must be longer than the {stagger_s} s in which tasks start (runs \
+             count after it) and at most 10^6",
             s.duration_s
+        ));
+    }
+    if !(1..=MAX_ROUNDS).contains(&s.timeshare_rounds) {
+        return Err(format!(
+            "timeshare_rounds = {}: must be 1 to {MAX_ROUNDS}",
+            s.timeshare_rounds
         ));
     }
     Ok(())

@@ -18,4 +18,6 @@ pub mod write;
 
 pub use stats::Summary;
 pub use table::Table;
-pub use write::{remove_stale_temporaries_of, write_atomic, write_atomic_set, AtomicFile};
+pub use write::{
+    final_target, remove_stale_temporaries_of, write_atomic, write_atomic_set, AtomicFile,
+};

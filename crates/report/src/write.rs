@@ -19,7 +19,7 @@ fn invalid(msg: String) -> std::io::Error {
 
 /// The file `path` finally names: symlinks followed, even a dangling last one (whose target is
 /// then created).
-fn resolve(path: &Path) -> std::io::Result<PathBuf> {
+pub fn final_target(path: &Path) -> std::io::Result<PathBuf> {
     let mut p = path.to_path_buf();
     for _ in 0..MAX_LINKS {
         match std::fs::symlink_metadata(&p) {
@@ -128,7 +128,7 @@ impl AtomicFile {
                 out: Some(BufWriter::with_capacity(1 << 16, f)),
             });
         }
-        let target = resolve(path)?;
+        let target = final_target(path)?;
         let old = match std::fs::metadata(&target) {
             Ok(m) if m.is_dir() => {
                 return Err(invalid(format!("{} is a directory", target.display())))

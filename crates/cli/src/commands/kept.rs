@@ -72,7 +72,7 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
             inputs: k.inputs,
             run: k.run,
         };
-        let writer = OneWriter::claim(&path, k.output)?;
+        let writer = OneWriter::claim(k.output)?;
         let (file, unit, total) = (path.display(), k.unit, k.places.len());
         let done = match read_progress::<R, T>(&path, &id).map_err(bad_input)? {
             Earlier::Continue(items) => match foreign_place(&items, k.places) {

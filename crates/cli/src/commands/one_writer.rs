@@ -1,8 +1,8 @@
-//! One run at a time per output: a run that keeps a progress journal claims the journal for as
+//! One run at a time per output: a run that keeps a progress journal claims the output for as
 //! long as it runs, so that two commands writing the same output cannot mix their items.
 //!
-//! The claim is a listening Unix socket in Linux's abstract namespace, named after the journal's
-//! resolved path and its device: the kernel lets go of it when the process ends, however it
+//! The claim is a listening Unix socket in Linux's abstract namespace, named after the output's
+//! resolved path (a link to it is the same output) and its device: the kernel lets go of it when the process ends, however it
 //! ends (SIGKILL too), and it leaves no file behind. (A lock on a file would not do: the journal
 //! and the output are replaced by renames, and a lock file would be left by a killed run.) The
 //! device keeps apart runs that see different files at one path (a private /tmp).
@@ -22,10 +22,11 @@ pub(crate) struct OneWriter {
 }
 
 impl OneWriter {
-    /// Claims `journal`, the journal of `output`, or says which process holds it (one line,
-    /// exit 2).
-    pub fn claim(journal: &Path, output: &Path) -> Result<Self> {
-        let name = format!("smtsched-output-{:016x}", file_key(journal));
+    /// Claims `output`, or says which process holds it (one line, exit 2). The output, not its
+    /// journal, is claimed: two names of one output file (a link to it) have journals of two
+    /// names, but their writes land in one file.
+    pub fn claim(output: &Path) -> Result<Self> {
+        let name = format!("smtsched-output-{:016x}", file_key(output));
         let addr = SocketAddr::from_abstract_name(name.as_bytes())?;
         match UnixListener::bind_addr(&addr) {
             Ok(claim) => Ok(OneWriter { _claim: claim }),
@@ -36,13 +37,11 @@ impl OneWriter {
                     format!("another process (pid {pid}, {comm})")
                 });
                 Err(bad_input(format!(
-                    "{}: {who} is writing this output now (it holds {}); let it finish, or \
-                     write elsewhere",
+                    "{}: {who} is writing this output now; let it finish, or write elsewhere",
                     output.display(),
-                    journal.display()
                 )))
             }
-            Err(e) => Err(e).with_context(|| format!("cannot claim {}", journal.display())),
+            Err(e) => Err(e).with_context(|| format!("cannot claim {}", output.display())),
         }
     }
 }
@@ -94,19 +93,25 @@ mod tests {
     #[test]
     fn one_output_has_one_writer_at_a_time() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("new-dir/out.json.progress");
-        let claim = |p: &Path| OneWriter::claim(p, Path::new("out.json"));
+        let path = dir.path().join("new-dir/out.json");
+        let claim = OneWriter::claim;
         let first = claim(&path).unwrap();
         std::os::unix::fs::symlink(dir.path(), dir.path().join("link")).unwrap();
-        let other_spelling = dir.path().join("link/new-dir/out.json.progress");
+        let other_spelling = dir.path().join("link/new-dir/out.json");
         let refused = claim(&other_spelling).err().unwrap().to_string();
         let pid = format!("(pid {},", std::process::id());
         assert!(refused.contains(&pid), "{refused}");
-        assert!(claim(&dir.path().join("other.progress")).is_ok());
+        assert!(claim(&dir.path().join("other.json")).is_ok());
+        // A link to it, though the file is not made yet (the write will follow the link).
+        std::os::unix::fs::symlink("new-dir/out.json", dir.path().join("dangling.json")).unwrap();
+        assert!(claim(&dir.path().join("dangling.json")).is_err());
         // Existing or not yet made, a path is the same claim.
         std::fs::create_dir(dir.path().join("new-dir")).unwrap();
         std::fs::write(&path, "").unwrap();
         assert!(claim(&path).is_err());
+        // So is a link to the file (its journal would be the link's name's).
+        std::os::unix::fs::symlink(&path, dir.path().join("out-link.json")).unwrap();
+        assert!(claim(&dir.path().join("out-link.json")).is_err());
         drop(first);
         assert!(claim(&path).is_ok());
     }

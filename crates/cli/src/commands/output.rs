@@ -98,7 +98,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// `path` made absolute, with the links of the part that exists resolved: two spellings of one
 /// place give one path.
 pub(crate) fn resolved(path: &Path) -> PathBuf {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    // The file a write lands in: a link, even dangling, names its target.
+    let target = smtsched_report::final_target(path).unwrap_or_else(|_| path.to_path_buf());
+    let abs = std::path::absolute(&target).unwrap_or(target);
     for ancestor in abs.ancestors() {
         if let Ok(real) = ancestor.canonicalize() {
             // (Joining an empty rest would add a slash.)

@@ -105,7 +105,7 @@ impl Plan for SweepPlan {
                     return Err(bad_input("--shard needs -o FILE for the shard's results"));
                 }
                 check_outputs([output.as_deref()])?;
-                check_inputs_kept(&[file.as_path()], [output.as_deref()])?;
+                check_inputs_kept(&inputs_of(&file, &sweep), [output.as_deref()])?;
                 SweepPlan::Run {
                     sweep,
                     shard,
@@ -131,6 +131,7 @@ impl Plan for SweepPlan {
                 output,
             } => {
                 let sweep = load_sweep(&file)?;
+                check_inputs_kept(&inputs_of(&file, &sweep), [output.as_deref()])?;
                 let file = absolute(&file)?.display().to_string();
                 SweepPlan::Slurm(Submission::new(
                     sweep.id.name.clone(),
@@ -179,6 +180,11 @@ impl Plan for SweepPlan {
             SweepPlan::Slurm(s) => s.write(),
         }
     }
+}
+
+/// The sweep file and every file it loaded.
+fn inputs_of<'a>(file: &'a Path, sweep: &'a Sweep) -> Vec<&'a Path> {
+    [vec![file], sweep.files()].concat()
 }
 
 /// A run writing its results to a file (not a FIFO or device) keeps its finished jobs beside it,

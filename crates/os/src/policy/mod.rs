@@ -191,6 +191,15 @@ impl PolicyName {
         }
     }
 
+    /// Whether `baseline` can carry out this policy (see [`crate::sim::baseline_carries`]).
+    pub fn check_baseline(&self, baseline: crate::sim::Baseline) -> Result<(), String> {
+        // Only `optimal` cannot be built without a simulation's inputs; it has hooks.
+        match self.build(&PolicyInputs::default()) {
+            Ok(mut p) => crate::sim::baseline_carries(p.as_mut(), baseline),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// The policy, given what it may need. Only `optimal` fails: it needs the true PRs, which
     /// only a simulation has.
     pub fn build(&self, inputs: &PolicyInputs) -> Result<Box<dyn Policy>, String> {

@@ -435,6 +435,19 @@ pub struct OsSim<'a> {
     view: crate::policy::SchedView,
 }
 
+/// Whether `baseline` can carry out `policy`: linux24 runs the thesis policies through their
+/// hooks and has no core scheduling, which a policy acting through core groups needs.
+pub fn baseline_carries(policy: &mut dyn Policy, baseline: Baseline) -> Result<(), String> {
+    let hooks = baseline == Baseline::Linux24 && policy.linux24().is_some();
+    if !hooks && policy.needs().core_groups && baseline == Baseline::Linux24 {
+        return Err(format!(
+            "policy {} needs core scheduling, which the linux24 baseline does not have",
+            policy.name()
+        ));
+    }
+    Ok(())
+}
+
 impl<'a> OsSim<'a> {
     /// Prepares `set` (workload `i` of the oracle is the workload of task `i`) on `machine`.
     pub fn new(
@@ -489,12 +502,8 @@ impl<'a> OsSim<'a> {
                 return Err(format!("the estimator's matrix: {why}"));
             }
         }
-        if !hooks && needs.core_groups && config.baseline == Baseline::Linux24 {
-            return Err(format!(
-                "policy {} needs core scheduling, which the linux24 baseline does not have (use --baseline modern)",
-                policy.name()
-            ));
-        }
+        baseline_carries(policy.as_mut(), config.baseline)
+            .map_err(|e| format!("{e} (use --baseline modern)"))?;
         let topology = Arc::new(Topology::of_machine(machine, Some(&cpus_in_use)));
         let siblings_of = (0..n as u32)
             .map(|cpu| {
