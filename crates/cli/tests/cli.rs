@@ -129,6 +129,63 @@ fn bad_input_gets_one_line_and_exit_code_two() {
     assert_eq!(std::fs::read_dir(d).unwrap().count(), 1);
 }
 
+/// A value an experiment file gives that would be read as something else (a default, a shorter
+/// range, an endless run) is refused at load, one line naming the field, exit 2.
+#[test]
+fn an_experiment_value_that_would_be_read_as_another_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let shipped = |name: &str| {
+        std::fs::read_to_string(format!(
+            "{}/../../experiments/{name}.toml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    let (l1, http) = (shipped("fedorova-l1"), shipped("thesis-http"));
+    let first_range = l1
+        .lines()
+        .find(|l| l.starts_with("within = "))
+        .unwrap()
+        .to_string();
+    let cases = [
+        (l1.replace("copies = 4", "copies = 0"), "cmt.copies: 0"),
+        (
+            l1.replace(
+                "l1_sizes = [8192, 16384, 32768, 65536, 131072]",
+                "l1_sizes = []",
+            ),
+            "cmt.l1_sizes: []",
+        ),
+        (
+            l1.replace(&first_range, "within = [0.9, 0.7]"),
+            "within = [0.9, 0.7]: must be [low, high]",
+        ),
+        (
+            l1.replace(&first_range, "within = [0.7, 0.9, 1.0]"),
+            "within = [0.7, 0.9, 1.0]: must be [low, high]",
+        ),
+        (
+            http.replace("repetitions = 1", "repetitions = 4000000000"),
+            "repetitions: 4000000000: must be 1 to 1000",
+        ),
+        (
+            http.replace("repetitions = 1", "repetitions = 3\nmax_repetitions = 2"),
+            "max_repetitions: 2: must be from repetitions (3)",
+        ),
+    ];
+    for (text, needle) in cases {
+        assert_ne!(text, l1);
+        assert_ne!(text, http);
+        std::fs::write(d.join("e.toml"), text).unwrap();
+        assert_bad_input(&smtsched(d, &["reproduce", "e.toml"]), &["e.toml", needle]);
+    }
+    assert_bad_input(
+        &smtsched(d, &["bench", "--instructions", "1000000000001"]),
+        &["--instructions 1000000000001", "at most 1e12"],
+    );
+}
+
 fn matrix_json(dir: &Path, extra: &[&str]) -> serde_json::Value {
     let mut args = vec![
         "matrix",

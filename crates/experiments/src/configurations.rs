@@ -150,6 +150,7 @@ pub struct RatioClaim {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_row: Option<String>,
     pub ratio: Vec<String>,
+    #[serde(deserialize_with = "crate::experiment::claim_range")]
     pub within: [f64; 2],
 }
 

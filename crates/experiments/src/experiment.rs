@@ -81,7 +81,8 @@ pub struct Experiment {
 }
 
 /// Settings of the Fedorova et al. 2005 experiments (kinds `fedorova-*`), which
-/// `smtsched-cachemodel` carries out. Zero or empty means the experiment's default.
+/// `smtsched-cachemodel` carries out. A field left out takes the experiment's default; zero or
+/// empty is refused at load (it would be read as the default without a word).
 #[derive(Clone, Debug, Default, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CmtSettings {
@@ -119,12 +120,36 @@ pub struct CmtSettings {
     pub claims: Vec<FedorovaClaim>,
 }
 
+/// A number no [`CmtSettings`] field can be (zero, negative, not a number) or an empty list:
+/// read as "the default", it would be ignored without a word.
+fn is_nothing(v: &toml::Value) -> bool {
+    match v {
+        toml::Value::Integer(i) => *i <= 0,
+        toml::Value::Float(f) => !(*f > 0.0),
+        toml::Value::Array(a) => a.is_empty(),
+        _ => false,
+    }
+}
+
+/// A claim's range as a file gives it: exactly two numbers, low then high.
+pub(crate) fn claim_range<'de, D: serde::Deserializer<'de>>(d: D) -> Result<[f64; 2], D::Error> {
+    use serde::de::Error;
+    let v = <Vec<f64> as serde::Deserialize>::deserialize(d)?;
+    match v[..] {
+        [low, high] if low <= high => Ok([low, high]),
+        _ => Err(D::Error::custom(format!(
+            "within = {v:?}: must be [low, high] with low <= high"
+        ))),
+    }
+}
+
 /// A Fedorova experiment's claim: one seed's `metric` lies in `within`.
 #[derive(Clone, Debug, serde::Deserialize, serde::Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct FedorovaClaim {
     pub says: String,
     pub metric: FedorovaMetric,
+    #[serde(deserialize_with = "crate::experiment::claim_range")]
     pub within: [f64; 2],
 }
 
@@ -439,10 +464,43 @@ pub fn experiment_from_source(
             format!("{shown}: must be above 0 and at most {max:e}"),
         ));
     }
-    if e.repetitions == 0 {
-        return Err(bad("repetitions", "0: at least one is needed".into()));
+    let most = crate::run::MAX_REPETITIONS;
+    if !(1..=most).contains(&e.repetitions) {
+        return Err(bad(
+            "repetitions",
+            format!("{}: must be 1 to {most}", e.repetitions),
+        ));
+    }
+    match e.max_repetitions {
+        Some(m) if !(e.repetitions..=most).contains(&m) => {
+            return Err(bad(
+                "max_repetitions",
+                format!(
+                    "{m}: must be from repetitions ({}) to {most}",
+                    e.repetitions
+                ),
+            ))
+        }
+        _ => {}
     }
     let table: toml::Table = toml::from_str(&src.text).unwrap_or_default();
+    if let Some((key, value)) = table
+        .get("cmt")
+        .and_then(toml::Value::as_table)
+        .and_then(|cmt| cmt.iter().find(|(_, v)| is_nothing(v)))
+    {
+        return Err(bad(
+            &format!("cmt.{key}"),
+            format!(
+                "{value}: {} (leave it out for the experiment's default)",
+                if value.is_array() {
+                    "give at least one"
+                } else {
+                    "must be above 0"
+                }
+            ),
+        ));
+    }
     if let Some(key) = table.keys().find(|k| !reads(e.kind, k)) {
         return Err(bad(
             key,
@@ -662,6 +720,7 @@ pub enum AsymmetryMetric {
 pub struct AsymmetryClaim {
     pub says: String,
     pub metric: AsymmetryMetric,
+    #[serde(deserialize_with = "crate::experiment::claim_range")]
     pub within: [f64; 2],
 }
 

@@ -37,6 +37,7 @@ pub struct PairsClaim {
     pub placement: Placement,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over: Option<Placement>,
+    #[serde(deserialize_with = "crate::experiment::claim_range")]
     pub within: [f64; 2],
 }
 

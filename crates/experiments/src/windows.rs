@@ -94,6 +94,7 @@ fn default_alpha() -> f64 {
 pub struct WindowsClaim {
     pub says: String,
     pub metric: WindowsMetric,
+    #[serde(deserialize_with = "crate::experiment::claim_range")]
     pub within: [f64; 2],
 }
 

@@ -34,6 +34,13 @@ impl Plan for BenchPlan {
                 a.machine
             )));
         }
+        use smtsched_uarch::protocol::MAX_THREAD_INSTRUCTIONS;
+        if a.instructions > MAX_THREAD_INSTRUCTIONS {
+            return Err(bad_input(format!(
+                "--instructions {}: at most {:e} instructions per thread",
+                a.instructions, MAX_THREAD_INSTRUCTIONS as f64
+            )));
+        }
         let names = workload_names(&a.workloads)?;
         // Profiles or recorded traces, as everywhere else.
         let workloads = workloads(&names)?;

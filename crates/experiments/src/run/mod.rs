@@ -335,6 +335,9 @@ pub(crate) fn repetitions(e: &Experiment, o: &RunOptions) -> Result<u32, RunErro
     }
 }
 
+/// Most repetitions (seeds) an experiment may run.
+pub const MAX_REPETITIONS: u32 = 1000;
+
 /// Most repetitions (seeds) of an experiment that names none.
 pub const DEFAULT_MAX_REPETITIONS: u32 = 10;
 
