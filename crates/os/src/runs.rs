@@ -292,10 +292,17 @@ fn missing_note(p: &PolicyRuns) -> Option<String> {
         .collect();
     let window_s = (first.window.1 - first.window.0) / first.clock_hz;
     let start_s = first.window.0 / first.clock_hz;
-    // A counted run starts and ends in the window: after the one under way when it opens.
-    let longest = first.solo_seconds.iter().copied().fold(0.0, f64::max);
+    // A counted run starts and ends in the window: after the one under way when it opens. A
+    // task given a share of a CPU takes its time alone over that share for a run.
+    let longest = first
+        .per_bench
+        .iter()
+        .zip(&first.solo_seconds)
+        .filter(|(b, _)| names.contains(&b.name))
+        .map(|(b, &solo)| solo / b.cpu_share.clamp(0.01, 1.0))
+        .fold(0.0, f64::max);
     Some(format!(
-        "{}: {} completed no run in the {window_s:.0} s measurement window (in at least one repetition), so no figure over every task is given; runs fit from a duration of about {:.0} s (more where tasks share CPUs)",
+        "{}: {} completed no run in the {window_s:.0} s measurement window (in at least one repetition), so no figure over every task is given; at the CPU time they got, runs fit from a duration of about {:.0} s (more where co-runners slow them)",
         p.policy,
         runs.join(", "),
         start_s + 2.0 * longest
