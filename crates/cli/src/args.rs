@@ -418,8 +418,8 @@ pub struct ReproduceArgs {
     /// Experiment name (see --list), an experiment TOML file, or `all`: every experiment, with
     /// a report (`-o DIR`).
     pub name: Option<String>,
-    /// List the experiments.
-    #[arg(long)]
+    /// List the experiments (alone: no other argument applies to a list).
+    #[arg(long, exclusive = true)]
     pub list: bool,
     /// Override the experiment's repetitions.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]

@@ -690,7 +690,17 @@ fn options_that_would_change_nothing_or_name_the_wrong_thing_are_refused() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../experiments/thesis-set-a.toml"
     );
-    let cases: [(&[&str], &[&str]); 17] = [
+    let cases: [(&[&str], &[&str]); 19] = [
+        // A list takes no options (`-o` would write nothing, `--json` print text).
+        (
+            &["reproduce", "--list", "-o", "list.txt"],
+            &["'--list' cannot be used with"],
+        ),
+        // `all` prints the claims' table; its JSON is the report's, in a directory.
+        (
+            &["reproduce", "all", "--json", "--only", "thesis-http"],
+            &["--json", "give -o DIR"],
+        ),
         // Time-sharing settings where no thread shares a CPU.
         (
             &[

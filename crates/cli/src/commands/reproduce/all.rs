@@ -94,6 +94,12 @@ impl AllPlan {
         if a.slurm {
             return slurm(&a, &suite, &options).map(AllPlan::Slurm);
         }
+        if a.json && a.output.is_none() {
+            // What is printed is the claims' table; the JSON goes to the report's files.
+            return Err(bad_input(
+                "--json: with all, the JSON is the report's report.json; give -o DIR",
+            ));
+        }
         check_output(a.shard, a.output.as_deref())?;
         Ok(AllPlan::Run(RunAll {
             experiments,
