@@ -125,7 +125,7 @@ pub struct CmtSettings {
 fn is_nothing(v: &toml::Value) -> bool {
     match v {
         toml::Value::Integer(i) => *i <= 0,
-        toml::Value::Float(f) => !(*f > 0.0),
+        toml::Value::Float(f) => f.is_nan() || *f <= 0.0,
         toml::Value::Array(a) => a.is_empty(),
         _ => false,
     }
