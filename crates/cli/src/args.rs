@@ -347,7 +347,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<smtsched_model::CpuSet>,
     /// Simulated seconds.
-    #[arg(long, default_value_t = 3600.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = smtsched_os::sim::DEFAULT_DURATION_S, allow_negative_numbers = true)]
     pub duration: f64,
     /// Length of one run of each task, in seconds alone, for a workload list [default: 60] (a
     /// task-set or experiment file sets each task's own).
@@ -422,12 +422,12 @@ pub struct ReproduceArgs {
     #[arg(long, exclusive = true)]
     pub list: bool,
     /// Override the experiment's repetitions.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_parser = repetitions())]
     pub repetitions: Option<u32>,
     /// While a claim's 95% interval straddles its bound, run more repetitions (further seeds),
     /// up to this many in all (default: the experiment's max_repetitions, else 10; at most the
     /// repetitions given: exactly those).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_parser = repetitions())]
     pub max_repetitions: Option<u32>,
     /// Override the experiment's simulated seconds.
     #[arg(long)]
@@ -480,6 +480,11 @@ pub struct ReproduceArgs {
     /// With `--slurm`: where shard files, logs and the report go.
     #[arg(long, requires = "slurm", value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+}
+
+/// A count of repetitions, 1 to the most an experiment may run.
+fn repetitions() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=smtsched_experiments::run::MAX_REPETITIONS as i64)
 }
 
 /// `--kernel`: a kernel build, its possible values listed in the help.

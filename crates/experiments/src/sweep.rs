@@ -106,19 +106,17 @@ fn default_quantum() -> f64 {
 }
 // The defaults of `matrix` and `run`, so that a job is the command it stands for.
 fn default_rounds() -> u32 {
-    2
+    smtsched_uarch::protocol::DEFAULT_TIMESHARE_ROUNDS
 }
 fn default_duration() -> f64 {
-    3600.0
+    smtsched_os::sim::DEFAULT_DURATION_S
 }
 fn default_run_seconds() -> f64 {
-    60.0
+    smtsched_os::taskset::DEFAULT_RUN_S
 }
 fn default_baseline() -> Baseline {
     Baseline::Linux24
 }
-/// Most measured rounds of a time-shared pair.
-const MAX_ROUNDS: u32 = 1000;
 
 /// Which sweep a result belongs to: its name and a hash of its canonical text and of the
 /// machines and workloads it loaded, so shards of another sweep (or of an edited sweep, machine
@@ -644,9 +642,10 @@ fn check_numbers(s: &SweepSpec) -> Result<(), String> {
             s.duration_s
         ));
     }
-    if !(1..=MAX_ROUNDS).contains(&s.timeshare_rounds) {
+    use smtsched_uarch::protocol::MAX_TIMESHARE_ROUNDS;
+    if !(1..=MAX_TIMESHARE_ROUNDS).contains(&s.timeshare_rounds) {
         return Err(format!(
-            "timeshare_rounds = {}: must be 1 to {MAX_ROUNDS}",
+            "timeshare_rounds = {}: must be 1 to {MAX_TIMESHARE_ROUNDS}",
             s.timeshare_rounds
         ));
     }

@@ -188,6 +188,8 @@ fn default_copies() -> u32 {
     1
 }
 
+/// Length of one run of each task of a workload list, in seconds alone, unless given.
+pub const DEFAULT_RUN_S: f64 = 60.0;
 /// Shortest and longest run, burst or child a task may declare, seconds.
 pub const MIN_RUN_S: f64 = 1e-3;
 pub const MAX_RUN_S: f64 = 1e6;

@@ -36,6 +36,10 @@ pub struct Protocol {
 /// Time slices a protocol may use, in ms: from finer than any OS's (a thread still gets work
 /// done in one) up to a second.
 pub const QUANTUM_MS: std::ops::RangeInclusive<f64> = 0.1..=1000.0;
+/// Measured rounds of a time-shared run: by default, and at most (with the longest quantum,
+/// hours of simulated time).
+pub const DEFAULT_TIMESHARE_ROUNDS: u32 = 2;
+pub const MAX_TIMESHARE_ROUNDS: u32 = 1000;
 /// A time slice of `ms` milliseconds in cycles of `machine` (at least one).
 pub fn quantum_cycles(ms: f64, machine: &MachineModel) -> u64 {
     (ms * 1e6 * machine.clock_ghz).round().max(1.0) as u64

@@ -6,7 +6,10 @@ use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{expand_workload_list, load_machine, load_workload};
 use smtsched_model::{CpuSequence, MachineModel, Override, Placement};
-use smtsched_uarch::protocol::{quantum_cycles, MAX_THREAD_INSTRUCTIONS, QUANTUM_MS};
+use smtsched_uarch::protocol::{
+    quantum_cycles, DEFAULT_TIMESHARE_ROUNDS, MAX_THREAD_INSTRUCTIONS, MAX_TIMESHARE_ROUNDS,
+    QUANTUM_MS,
+};
 use smtsched_uarch::{Protocol, Workload};
 
 pub(crate) fn machine(name: &str, set: &[Override]) -> Result<MachineModel> {
@@ -44,10 +47,6 @@ pub(crate) fn workload_names(list: &str) -> Result<Vec<String>> {
 pub(crate) fn refs(loaded: &[Box<dyn Workload>]) -> Vec<&dyn Workload> {
     loaded.iter().map(|w| w.as_ref()).collect()
 }
-
-/// Measured rounds of a time-shared run, at most (with the longest quantum, hours of simulated
-/// time).
-const MAX_ROUNDS: u32 = 1000;
 
 /// The co-run protocol `sim` and `timeshare` give. `sharing`: where threads share a logical CPU,
 /// in words (`None`: none does). Only then do the quantum, the rounds and `--full-quanta` apply
@@ -92,10 +91,10 @@ pub(crate) fn protocol(
             QUANTUM_MS.end()
         )));
     }
-    let rounds = ts.rounds.unwrap_or(2);
-    if !(1..=MAX_ROUNDS).contains(&rounds) {
+    let rounds = ts.rounds.unwrap_or(DEFAULT_TIMESHARE_ROUNDS);
+    if !(1..=MAX_TIMESHARE_ROUNDS).contains(&rounds) {
         return Err(bad_input(format!(
-            "--rounds {rounds}: must be 1 to {MAX_ROUNDS} measured rounds"
+            "--rounds {rounds}: must be 1 to {MAX_TIMESHARE_ROUNDS} measured rounds"
         )));
     }
     let instructions = sim.instructions.unwrap_or(2_000_000);

@@ -172,6 +172,15 @@ mod tests {
     use super::*;
     use crate::configurations::TIE_NOTE;
 
+    /// A claim that quantity "x" lies in `within`.
+    fn claim(says: &str, within: [f64; 2]) -> RangeClaim<'_> {
+        RangeClaim {
+            says,
+            within,
+            of: "x".into(),
+        }
+    }
+
     fn run(values: &[f64]) -> SeedRun {
         SeedRun {
             text: String::new(),
@@ -187,21 +196,9 @@ mod tests {
     fn claims_by_the_interval_of_the_mean() {
         let runs = [run(&[1.0; 3]), run(&[1.2; 3]), run(&[1.1; 3])];
         let claims = [
-            RangeClaim {
-                says: "in",
-                within: [0.5, 2.0],
-                of: "x".into(),
-            },
-            RangeClaim {
-                says: "out",
-                within: [2.0, 3.0],
-                of: "x".into(),
-            },
-            RangeClaim {
-                says: "across",
-                within: [1.0, 2.0],
-                of: "x".into(),
-            },
+            claim("in", [0.5, 2.0]),
+            claim("out", [2.0, 3.0]),
+            claim("across", [1.0, 2.0]),
         ];
         let v: Vec<Verdict> = judged(&claims, &runs).iter().map(|c| c.verdict).collect();
         assert_eq!(
@@ -218,11 +215,7 @@ mod tests {
             e.contains("(claimed within [1, 2]; measured 1.100 [0.852, 1.348] n=3)"),
             "{e}"
         );
-        let open_ended = RangeClaim {
-            says: "above a half",
-            within: [0.5, f64::INFINITY],
-            of: "x".into(),
-        };
+        let open_ended = claim("above a half", [0.5, f64::INFINITY]);
         let e = &judged(&[open_ended], &runs)[0].evidence;
         assert!(
             e.starts_with("[holds] above a half (claimed at least 0.5; measured 1.100"),
@@ -249,16 +242,8 @@ mod tests {
     fn a_claim_that_holds_only_at_its_bound_says_it_is_a_tie() {
         let runs = [run(&[1.0, 1.0]), run(&[1.0, 1.0]), run(&[1.0, 1.0])];
         let claims = [
-            RangeClaim {
-                says: "at most one",
-                within: [0.0, 1.0],
-                of: "x".into(),
-            },
-            RangeClaim {
-                says: "below two",
-                within: [0.0, 2.0],
-                of: "x".into(),
-            },
+            claim("at most one", [0.0, 1.0]),
+            claim("below two", [0.0, 2.0]),
         ];
         let j = judged(&claims, &runs);
         assert!(j.iter().all(|c| c.verdict == Verdict::Holds));

@@ -244,6 +244,8 @@ impl std::str::FromStr for Corunners {
     }
 }
 
+/// Simulated seconds of an OS run unless given (an hour: long runs complete many times).
+pub const DEFAULT_DURATION_S: f64 = 3600.0;
 /// Simulated seconds an OS run may last, at most (a run must end in bounded time).
 pub const MAX_DURATION_S: f64 = 1e6;
 

@@ -75,7 +75,7 @@ impl Plan for RunPlan {
             }
             (None, s) => {
                 for t in &mut set.tasks {
-                    t.run_seconds = s.unwrap_or(DEFAULT_RUN_SECONDS);
+                    t.run_seconds = s.unwrap_or(smtsched_os::taskset::DEFAULT_RUN_S);
                 }
             }
             (Some(_), None) => {}
@@ -149,9 +149,6 @@ impl Plan for RunPlan {
         self.tables(&results)
     }
 }
-
-/// Length of one run of each task of a workload list, in seconds alone.
-const DEFAULT_RUN_SECONDS: f64 = 60.0;
 
 /// Fastest timer tick (Linux builds use 100 to 1000 Hz).
 const MAX_HZ: f64 = 10_000.0;
