@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 use smtsched_model::MachineModel;
-use smtsched_uarch::{
-    PlanError, RunOptions, Simulation, ThreadCounters, ThreadPlan, Window, Workload,
-};
+use smtsched_uarch::{RunOptions, Simulation, ThreadCounters, ThreadPlan, Window, Workload};
+
+use crate::error::CacheModelError;
 
 /// A thread to run: copy `copy` of `workload` (copies have their own streams and data) on
 /// logical CPU `cpu`.
@@ -71,13 +71,14 @@ pub fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// Runs `threads` together and measures them over `window`. Copies of one program share code,
-/// as processes of one binary share text pages; every thread has its own data.
+/// as processes of one binary share text pages; every thread has its own data. A window too
+/// short to hold one memory reference is refused: every miss ratio would be 0 of 0.
 pub fn run_group(
     machine: &MachineModel,
     threads: &[Placed<'_>],
     seed: u64,
     window: CycleWindow,
-) -> Result<Measured, PlanError> {
+) -> Result<Measured, CacheModelError> {
     let mut programs: Vec<&str> = Vec::new();
     let plans = threads
         .iter()
@@ -104,8 +105,17 @@ pub fn run_group(
     let end = start + window.measure_cycles as f64;
     let options = RunOptions::new(Window::Cycles { start, end }, u64::MAX / 4);
     let r = Simulation::new(machine, plans, options)?.run();
-    Ok(Measured {
+    let measured = Measured {
         threads: r.threads.iter().map(|t| t.window).collect(),
         cycles: end - start,
-    })
+    };
+    let t = measured.total();
+    if t.loads + t.stores == 0 {
+        return Err(CacheModelError::BadInput(format!(
+            "measure_cycles = {}: the window holds no memory reference, so no miss ratio can be \
+             measured; give a longer window",
+            window.measure_cycles
+        )));
+    }
+    Ok(measured)
 }

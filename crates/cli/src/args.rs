@@ -430,7 +430,7 @@ pub struct ReproduceArgs {
     #[arg(long, value_parser = repetitions())]
     pub max_repetitions: Option<u32>,
     /// Override the experiment's simulated seconds.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub duration: Option<f64>,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

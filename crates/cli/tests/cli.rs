@@ -184,6 +184,21 @@ fn an_experiment_value_that_would_be_read_as_another_is_refused() {
         &smtsched(d, &["bench", "--instructions", "1000000000001"]),
         &["--instructions 1000000000001", "at most 1e12"],
     );
+    // A one-cycle window holds no access to take a miss ratio of (it printed 0.0%).
+    std::fs::write(
+        d.join("e.toml"),
+        l1.replace("measure_cycles = 4_000_000", "measure_cycles = 1"),
+    )
+    .unwrap();
+    assert_bad_input(
+        &smtsched(d, &["reproduce", "e.toml"]),
+        &["measure_cycles = 1: the window holds no memory reference"],
+    );
+    // Something that is there but is not a file is named as such, not "no such file".
+    assert_bad_input(
+        &smtsched(d, &["reproduce", "/dev/null"]),
+        &["/dev/null: not a regular file"],
+    );
 }
 
 fn matrix_json(dir: &Path, extra: &[&str]) -> serde_json::Value {

@@ -310,5 +310,7 @@ fn an_output_where_no_file_can_be_made_is_refused_before_the_work_even_for_root(
     let out = "/proc/smtsched-matrix.json";
     let args = ["matrix", "--workloads", "all", "-o", out];
     let says = format!("cannot write {out}");
-    refused_at_once(dir.path(), &args, Duration::from_secs(10), &[&says]);
+    // Not /proc's "no such file" alone: that reads as if the output were missing.
+    let why = "cannot make a file in /proc to write it";
+    refused_at_once(dir.path(), &args, Duration::from_secs(10), &[&says, why]);
 }

@@ -817,12 +817,17 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("afile"), "").unwrap();
+    std::os::unix::fs::symlink("no-such-dir", d.join("dangling")).unwrap();
     for (out, says) in [
         ("no/such/rep", "-o no/such/rep: no directory no/such"),
         ("afile", "-o afile: not a directory"),
         (
             "/proc/smtsched-report",
             "-o /proc/smtsched-report: cannot be made",
+        ),
+        (
+            "dangling",
+            "-o dangling: a link to no-such-dir, which does not exist",
         ),
     ] {
         let o = smtsched(
@@ -934,12 +939,17 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
         &["rep/report.md: is a directory"],
     );
     std::fs::remove_dir_all(d.join("rep")).unwrap();
-    let left: Vec<_> = std::fs::read_dir(d)
+    let mut left: Vec<_> = std::fs::read_dir(d)
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect();
-    assert_eq!(left, ["afile"], "nothing made");
+    left.sort();
+    assert_eq!(left, ["afile", "dangling"], "nothing made");
+    assert!(
+        !d.join("no-such-dir").exists(),
+        "nothing made through the link"
+    );
 }
 
 #[test]

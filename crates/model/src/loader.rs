@@ -43,10 +43,17 @@ pub fn resolve(kind: &'static str, name: &str, presets: &[Preset]) -> Result<Sou
             text,
         });
     }
-    if path.is_dir() {
+    // Something there that is not a file: say what, not "no such file". (A pipe or device is
+    // refused too: a description may be read more than once.)
+    if let Ok(m) = std::fs::metadata(path) {
+        let what = if m.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
         return Err(ModelError::Io {
             path: path.display().to_string(),
-            source: std::io::Error::other(format!("a directory, not a {kind} file")),
+            source: std::io::Error::other(format!("{what}; {kind} descriptions are TOML files")),
         });
     }
     let names: Vec<&str> = presets.iter().map(|p| p.name).collect();

@@ -123,7 +123,7 @@ impl WindowCounts {
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct ServerStats {
     pub name: String,
-    /// Responses completed in the window (throughput and bytes count them all).
+    /// Responses completed in the window (requests per second count them all).
     pub completed: usize,
     pub requests_per_s: f64,
     pub megabits_per_s: f64,
@@ -133,7 +133,8 @@ pub struct ServerStats {
     /// The same to the first byte leaving the server (httperf's "response time"; the other is
     /// its "transfer time").
     pub first_byte_ms: Option<ResponseTimes>,
-    /// Response bytes in the window.
+    /// Response bytes that left the wire in the window, whole responses or not (megabits per
+    /// second count them).
     pub bytes: f64,
 }
 
@@ -153,9 +154,8 @@ impl ServerStats {
         ms: Vec<f64>,
         first_byte_ms: Vec<f64>,
         seconds: f64,
-        response_bytes: u64,
+        bytes: f64,
     ) -> ServerStats {
-        let bytes = completed as f64 * response_bytes as f64;
         ServerStats {
             name: name.to_string(),
             completed,

@@ -211,6 +211,32 @@ fn a_large_response_leaves_a_part_per_pass_and_waits_for_the_wire() {
     assert!(t.p999 - t.p50 < 0.01 * t.p50, "{t:?}");
 }
 
+/// Megabits per second count the bytes that left the wire in the window, not whole responses
+/// completed in it: a saturated 100 Mb/s link carries 100 Mb/s in any window, however short.
+/// (Counting a 1 MB response at its last byte gave 0 or 800 Mb/s over a 10 ms window.)
+#[test]
+fn a_saturated_link_carries_its_rate_in_any_window() {
+    let m = xeon();
+    // 20 responses of 1 MB a second offer 160 Mb/s to a 100 Mb/s link: the wire never idles
+    // once the server has started (within the first 0.5 s); each 250 kB part takes 20 ms.
+    let mut c = clients(None, Some(20.0));
+    c.arrivals = smtsched_os::taskset::Arrivals::Fixed;
+    c.response_bytes = 1_000_000;
+    c.passes_per_request = 4;
+    c.tx_interrupts_per_request = 0.0;
+    let mut set = server_set("flash-like", 1, c, "0");
+    set.devices[0].link_mbit_per_s = Some(100.0);
+    let o = oracle(&m, &set);
+    for window_ms in [10.0, 30.0, 55.0, 200.0] {
+        let r = run(&m, &o, &set, "0", 1.0 + window_ms / 1e3);
+        let mbps = r.servers[0].megabits_per_s;
+        assert!(
+            (mbps - 100.0).abs() < 0.01,
+            "{mbps} Mb/s over {window_ms} ms"
+        );
+    }
+}
+
 /// Flash serving 16 connections that a load generator (a task running a pass of TUX's request
 /// work per request) drives, the server on `server_cpus` and the generator on `client_cpus`.
 fn driven_set(server_cpus: &str, client_cpus: &str) -> TaskSetSpec {

@@ -164,7 +164,13 @@ impl AtomicFile {
         if let Some(m) = &old {
             opts.mode(m.permissions().mode() & 0o7777);
         }
-        let f = opts.open(&tmp)?;
+        // (Without this context, /proc's refusal would read "no such file" of the output.)
+        let f = opts.open(&tmp).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot make a file in {} to write it: {e}", dir.display()),
+            )
+        })?;
         let kept = (|| {
             if let Some(m) = &old {
                 // The mode given to open is masked by the umask: set it exactly, and keep the

@@ -128,6 +128,12 @@ pub(crate) fn check_output_dir(dir: &Path, flag: &str) -> Result<()> {
         takes_files(dir, &what)?;
         return made_beside(&dir.join(".smtsched-probe"), &what);
     }
+    if let Ok(target) = std::fs::read_link(dir) {
+        return Err(bad_input(format!(
+            "{what}: a link to {}, which does not exist (a directory is not made through a link)",
+            target.display()
+        )));
+    }
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

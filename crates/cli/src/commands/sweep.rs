@@ -217,10 +217,10 @@ fn kept_beside(
 
 /// Writes the results file (if asked), lets go of what was kept for it, and prints the table.
 fn finish(r: &SweepResults, output: Option<&Path>, kept: Option<Kept<JobResult>>) -> Result<()> {
-    if let Some(p) = output {
-        write_file(p, (serde_json::to_string_pretty(r)? + "\n").as_bytes())?;
-    }
+    Kept::write_then_remove(kept, || match output {
+        Some(p) => write_file(p, (serde_json::to_string_pretty(r)? + "\n").as_bytes()),
+        None => Ok(()),
+    })?;
     // Before printing: a closed pipe ends the program quietly, and the results are in place.
-    kept.map_or(Ok(()), Kept::remove)?;
     out(&render(r))
 }

@@ -82,6 +82,9 @@ struct Clients {
     latencies_cycles: Vec<f64>,
     first_byte_cycles: Vec<f64>,
     completed: usize,
+    /// Response bytes that left the wire in the window (a part on the wire across an end of
+    /// the window counts for its share inside).
+    window_bytes: f64,
 }
 
 /// Everything of the kernel's own work a simulation tracks; empty for a set without devices.
@@ -195,6 +198,7 @@ impl KernelWork {
                 latencies_cycles: Vec::new(),
                 first_byte_cycles: Vec::new(),
                 completed: 0,
+                window_bytes: 0.0,
             });
         }
         Ok(KernelWork {
@@ -487,7 +491,8 @@ impl OsSim<'_> {
             * self.kernel.devices[d].interrupt_cycles;
         let think_ms = spec.think_ms;
         self.raise(d, tx, r.connection, None);
-        let left_wire = self.transmit(d, part_bytes);
+        let (on_wire, left_wire) = self.transmit(d, part_bytes);
+        self.count_wire_bytes(c, part_bytes, on_wire, left_wire);
         let previous_left = r.last_left;
         r.last_left = left_wire;
         r.passes_left -= 1;
@@ -523,16 +528,32 @@ impl OsSim<'_> {
         self.next_or_wait(t, cpu, next, false);
     }
 
-    /// `bytes` leave on device `d`'s wire after what is queued there: when the last leaves.
-    fn transmit(&mut self, d: usize, bytes: f64) -> f64 {
+    /// `bytes` leave on device `d`'s wire after what is queued there: when the first and the
+    /// last leave (both now without a link rate).
+    fn transmit(&mut self, d: usize, bytes: f64) -> (f64, f64) {
         let dev = &mut self.kernel.devices[d];
         match dev.link_bits_per_cycle {
             Some(rate) => {
-                dev.link_free_at = dev.link_free_at.max(self.now) + bytes * 8.0 / rate;
-                dev.link_free_at
+                let first = dev.link_free_at.max(self.now);
+                dev.link_free_at = first + bytes * 8.0 / rate;
+                (first, dev.link_free_at)
             }
-            None => self.now,
+            None => (self.now, self.now),
         }
+    }
+
+    /// Counts the share of `bytes`, on the wire evenly from `first` to `last`, that left it in
+    /// the window: so the window's throughput never exceeds the link's rate, however short.
+    fn count_wire_bytes(&mut self, clients: usize, bytes: f64, first: f64, last: f64) {
+        let (w0, w1) = self.metrics.window;
+        let inside = if last > first {
+            ((last.min(w1) - first.max(w0)) / (last - first)).max(0.0)
+        } else if (w0..=w1).contains(&first) {
+            1.0
+        } else {
+            0.0
+        };
+        self.kernel.clients[clients].window_bytes += bytes * inside;
     }
 
     /// Task `t` goes on to the next pass over `r` (issuing it, or serving it).
@@ -550,8 +571,8 @@ impl OsSim<'_> {
         self.rates_valid = false;
     }
 
-    /// Counts a response whose last byte left at `done`: throughput counts every response
-    /// completed in the window, response times those of requests sent in it.
+    /// Counts a response whose last byte left at `done`: requests per second count every
+    /// response completed in the window, response times those of requests sent in it.
     fn response_done(&mut self, r: &Request, done: f64) {
         let (w0, w1) = self.metrics.window;
         let cl = &mut self.kernel.clients[r.clients];
@@ -608,7 +629,7 @@ impl OsSim<'_> {
                     ms(&c.latencies_cycles),
                     ms(&c.first_byte_cycles),
                     seconds,
-                    c.spec.response_bytes,
+                    c.window_bytes,
                 )
             })
             .collect();

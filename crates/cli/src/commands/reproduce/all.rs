@@ -225,9 +225,9 @@ impl RunAll {
         match (self.shard, self.output) {
             (Some(s), Some(f)) => {
                 let file = SuiteShard::new(self.suite, s, outcomes);
-                write_file(&f, (serde_json::to_string(&file)? + "\n").as_bytes())?;
+                let text = serde_json::to_string(&file)? + "\n";
                 // Before printing: a closed pipe ends the program quietly.
-                kept.map_or(Ok(()), Kept::remove)?;
+                Kept::write_then_remove(kept, || write_file(&f, text.as_bytes()))?;
                 let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
                 out(&summary_table(&report(self.options.seed, &done, ran)))
             }
@@ -359,11 +359,13 @@ fn finish(
     kept: Option<KeptExperiments>,
 ) -> Result<()> {
     let r = report(seed, outcomes, ran);
-    if let Some(d) = dir {
-        make_output_dir(d, "-o")?;
-        write_report(d, &r, outcomes)?;
-    }
     // Before printing: a closed pipe ends the program quietly.
-    kept.map_or(Ok(()), Kept::remove)?;
+    Kept::write_then_remove(kept, || match dir {
+        Some(d) => {
+            make_output_dir(d, "-o")?;
+            write_report(d, &r, outcomes)
+        }
+        None => Ok(()),
+    })?;
     out(&summary_table(&r))
 }
