@@ -6,7 +6,7 @@ mod util;
 
 use std::path::Path;
 use std::process::Command;
-use util::{assert_bad_input, killed_once_it_writes, smtsched};
+use util::{assert_bad_input, ended_by_sigterm_at_rename, killed_once_it_writes, smtsched};
 
 const CHROMIUM: &str = "chromium-headless-shell";
 
@@ -768,27 +768,11 @@ fn sigterm_while_the_report_is_put_in_place_leaves_one_whole_set() {
     ];
     let o = smtsched(d, &[&only[..], &["-o", "rep"]].concat());
     assert!(o.status.success());
-    let out = Command::new("strace")
-        .args([
-            "-f",
-            "-o",
-            "/dev/null",
-            "-e",
-            "inject=rename:signal=SIGTERM:when=2",
-        ])
-        .arg(env!("CARGO_BIN_EXE_smtsched"))
-        .args(only)
-        .args(["--seed", "2", "-o", "rep"])
-        .current_dir(d)
-        .output()
-        .unwrap_or_else(|e| panic!("strace: {e} (install Debian's strace, as .ci/run does)"));
-    // strace ends the way its tracee did: by SIGTERM.
-    use std::os::unix::process::ExitStatusExt;
-    assert!(
-        out.status.signal() == Some(libc::SIGTERM) || out.status.code() == Some(128 + 15),
-        "{:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+    ended_by_sigterm_at_rename(
+        d,
+        &[&only[..], &["--seed", "2", "-o", "rep"]].concat(),
+        true,
+        2,
     );
     let rep = d.join("rep");
     let mut names: Vec<String> = std::fs::read_dir(&rep)

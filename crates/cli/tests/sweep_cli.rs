@@ -6,7 +6,7 @@ mod util;
 use std::path::Path;
 use std::time::Duration;
 use util::slurm::SlurmCluster;
-use util::{assert_bad_input, killed_once_it_writes, smtsched, stdout};
+use util::{assert_bad_input, ended_by_sigterm_at_rename, killed_once_it_writes, smtsched, stdout};
 
 /// A small pairs sweep: two machines' variants × two seeds = 4 jobs of 3 pairs each.
 const PAIRS: &str = r#"
@@ -150,33 +150,14 @@ fn a_sweep_killed_midway_continues_into_the_results_of_one_run() {
 fn sigterm_as_the_results_are_put_in_place_leaves_them_and_no_journal() {
     // strace delivers SIGTERM exactly as the results file is renamed into place: it traces
     // the main thread alone, whose first rename that is (a job's thread makes the journal).
-    // The signal
-    // takes effect once the file is in place and its journal is gone: a journal left beside
-    // finished results would outlive the run it was kept for.
+    // The signal takes effect once the file is in place and its journal is gone: a journal
+    // left beside finished results would outlive the run it was kept for.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let sweep = write(d, "s.toml", PAIRS);
     let o = smtsched(d, &["sweep", "run", &sweep, "-o", "whole.json"]);
     assert!(o.status.success());
-    let out = std::process::Command::new("strace")
-        .args([
-            "-o",
-            "/dev/null",
-            "-e",
-            "inject=rename:signal=SIGTERM:when=1",
-        ])
-        .arg(env!("CARGO_BIN_EXE_smtsched"))
-        .args(["sweep", "run", &sweep, "-o", "r.json"])
-        .current_dir(d)
-        .output()
-        .unwrap_or_else(|e| panic!("strace: {e} (install Debian's strace, as .ci/run does)"));
-    use std::os::unix::process::ExitStatusExt;
-    assert!(
-        out.status.signal() == Some(libc::SIGTERM) || out.status.code() == Some(128 + 15),
-        "{:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ended_by_sigterm_at_rename(d, &["sweep", "run", &sweep, "-o", "r.json"], false, 1);
     assert_eq!(
         std::fs::read(d.join("r.json")).unwrap(),
         std::fs::read(d.join("whole.json")).unwrap()

@@ -170,16 +170,23 @@ fn an_open_loop_below_capacity_serves_its_rate_at_about_its_service_time() {
     assert!(k.kernel_share > 0.8 && k.interrupt_share > 0.1, "{k:?}");
 }
 
-#[test]
-fn a_large_response_leaves_a_part_per_pass_and_waits_for_the_wire() {
-    let m = xeon();
-    let mut c = clients(None, Some(5.0));
+/// Flash on CPU 0 sending 1 MB responses in 4 passes, at `rate` fixed-spaced requests a
+/// second, over a 100 Mb/s wire.
+fn megabyte_responses(rate: f64) -> TaskSetSpec {
+    let mut c = clients(None, Some(rate));
     c.arrivals = smtsched_os::taskset::Arrivals::Fixed;
     c.response_bytes = 1_000_000;
     c.passes_per_request = 4;
     c.tx_interrupts_per_request = 0.0;
     let mut set = server_set("flash-like", 1, c, "0");
     set.devices[0].link_mbit_per_s = Some(100.0);
+    set
+}
+
+#[test]
+fn a_large_response_leaves_a_part_per_pass_and_waits_for_the_wire() {
+    let m = xeon();
+    let set = megabyte_responses(5.0);
     let o = oracle(&m, &set);
     let r = run(&m, &o, &set, "0", 9.0);
     let s = &r.servers[0];
@@ -219,13 +226,7 @@ fn a_saturated_link_carries_its_rate_in_any_window() {
     let m = xeon();
     // 20 responses of 1 MB a second offer 160 Mb/s to a 100 Mb/s link: the wire never idles
     // once the server has started (within the first 0.5 s); each 250 kB part takes 20 ms.
-    let mut c = clients(None, Some(20.0));
-    c.arrivals = smtsched_os::taskset::Arrivals::Fixed;
-    c.response_bytes = 1_000_000;
-    c.passes_per_request = 4;
-    c.tx_interrupts_per_request = 0.0;
-    let mut set = server_set("flash-like", 1, c, "0");
-    set.devices[0].link_mbit_per_s = Some(100.0);
+    let set = megabyte_responses(20.0);
     let o = oracle(&m, &set);
     for window_ms in [10.0, 30.0, 55.0, 200.0] {
         let r = run(&m, &o, &set, "0", 1.0 + window_ms / 1e3);

@@ -222,3 +222,29 @@ pub fn signal_and_wait(
     }
     (status, err, took)
 }
+
+/// Runs the command `args` in `dir` under strace, which delivers SIGTERM as a thread makes its
+/// `when`-th rename (strace counts per thread; `every_thread` traces all of them, `-f`, else
+/// the main thread alone), and checks that the command ended by that signal, as it would have.
+pub fn ended_by_sigterm_at_rename(dir: &Path, args: &[&str], every_thread: bool, when: u32) {
+    let inject = format!("inject=rename:signal=SIGTERM:when={when}");
+    let mut strace = Command::new("strace");
+    if every_thread {
+        strace.arg("-f");
+    }
+    let out = strace
+        .args(["-o", "/dev/null", "-e", &inject])
+        .arg(env!("CARGO_BIN_EXE_smtsched"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("strace: {e} (install Debian's strace, as .ci/run does)"));
+    // strace ends the way its tracee did: by SIGTERM.
+    use std::os::unix::process::ExitStatusExt;
+    assert!(
+        out.status.signal() == Some(libc::SIGTERM) || out.status.code() == Some(128 + 15),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
