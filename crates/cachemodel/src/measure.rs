@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 use smtsched_model::MachineModel;
-use smtsched_uarch::{RunOptions, Simulation, ThreadCounters, ThreadPlan, Window, Workload};
+use smtsched_uarch::{
+    PlanError, RunOptions, Simulation, ThreadCounters, ThreadPlan, Window, Workload,
+};
 
 use crate::error::CacheModelError;
 
@@ -60,6 +62,21 @@ impl Measured {
     pub fn thread_ipc(&self, i: usize) -> f64 {
         self.threads[i].instructions as f64 / self.cycles.max(1.0)
     }
+
+    /// These counters, for a miss ratio: refused where `window` held no memory reference, as
+    /// every ratio would be 0 of 0, not a measurement. (IPC alone needs none: a compute-only
+    /// workload is measured as it is.)
+    pub fn for_miss_ratios(self, window: CycleWindow) -> Result<Measured, CacheModelError> {
+        let t = self.total();
+        if t.loads + t.stores > 0 {
+            return Ok(self);
+        }
+        Err(CacheModelError::BadInput(format!(
+            "measure_cycles = {}: the window holds no memory reference, so no miss ratio can be \
+             measured; give a longer window",
+            window.measure_cycles
+        )))
+    }
 }
 
 pub fn ratio(a: u64, b: u64) -> f64 {
@@ -71,14 +88,13 @@ pub fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// Runs `threads` together and measures them over `window`. Copies of one program share code,
-/// as processes of one binary share text pages; every thread has its own data. A window too
-/// short to hold one memory reference is refused: every miss ratio would be 0 of 0.
+/// as processes of one binary share text pages; every thread has its own data.
 pub fn run_group(
     machine: &MachineModel,
     threads: &[Placed<'_>],
     seed: u64,
     window: CycleWindow,
-) -> Result<Measured, CacheModelError> {
+) -> Result<Measured, PlanError> {
     let mut programs: Vec<&str> = Vec::new();
     let plans = threads
         .iter()
@@ -105,17 +121,8 @@ pub fn run_group(
     let end = start + window.measure_cycles as f64;
     let options = RunOptions::new(Window::Cycles { start, end }, u64::MAX / 4);
     let r = Simulation::new(machine, plans, options)?.run();
-    let measured = Measured {
+    Ok(Measured {
         threads: r.threads.iter().map(|t| t.window).collect(),
         cycles: end - start,
-    };
-    let t = measured.total();
-    if t.loads + t.stores == 0 {
-        return Err(CacheModelError::BadInput(format!(
-            "measure_cycles = {}: the window holds no memory reference, so no miss ratio can be \
-             measured; give a longer window",
-            window.measure_cycles
-        )));
-    }
-    Ok(measured)
+    })
 }

@@ -2,14 +2,13 @@
 //! simulated machine, and the group estimators applied to the machine's caches.
 
 use crate::collect::{collect, CollectOptions, ThreadProfile};
-use crate::error::CacheModelError;
 use crate::group::{group_miss_ratio_with, Estimator, Solver};
 use crate::histogram::Histogram;
 use crate::measure::{run_group, CycleWindow, Placed};
 use rayon::prelude::*;
 use serde::Serialize;
 use smtsched_model::{CacheContents, MachineModel};
-use smtsched_uarch::{ThreadCounters, Workload};
+use smtsched_uarch::{PlanError, ThreadCounters, Workload};
 
 /// The data caches a model predicts: the first level (per core) and the last (shared).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -116,7 +115,7 @@ pub fn models_from(
     threads: &[(&dyn Workload, u32)],
     profiles: &[ThreadProfile],
     opts: &ModelOptions,
-) -> Result<Vec<ThreadModel>, CacheModelError> {
+) -> Result<Vec<ThreadModel>, PlanError> {
     threads
         .par_iter()
         .zip(profiles)
@@ -148,7 +147,7 @@ pub fn build_models(
     machine: &MachineModel,
     threads: &[(&dyn Workload, u32)],
     opts: &ModelOptions,
-) -> Result<Vec<ThreadModel>, CacheModelError> {
+) -> Result<Vec<ThreadModel>, PlanError> {
     let profiles = collect_profiles(threads, Geometry::of(machine).line_bytes, opts);
     models_from(machine, threads, &profiles, opts)
 }

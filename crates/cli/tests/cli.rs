@@ -187,7 +187,8 @@ fn an_experiment_value_that_would_be_read_as_another_is_refused() {
     // A one-cycle window holds no access to take a miss ratio of (it printed 0.0%).
     std::fs::write(
         d.join("e.toml"),
-        l1.replace("measure_cycles = 4_000_000", "measure_cycles = 1"),
+        l1.replace("measure_cycles = 4_000_000", "measure_cycles = 1")
+            .replace("warmup_cycles = 1_000_000", "warmup_cycles = 1000"),
     )
     .unwrap();
     assert_bad_input(

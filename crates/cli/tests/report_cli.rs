@@ -811,7 +811,7 @@ fn a_report_directory_that_cannot_be_made_is_refused_before_any_experiment_runs(
         ),
         (
             "dangling",
-            "-o dangling: a link to no-such-dir, which does not exist",
+            "-o dangling: a link to no-such-dir, which leads nowhere",
         ),
     ] {
         let o = smtsched(

@@ -451,7 +451,7 @@ fn l1(e: &Experiment, seed: u64, progress: Progress<'_>) -> Result<FedorovaRun, 
                     cpu: m.cpu_at(0, k),
                 })
                 .collect();
-            let r = run_group(m, &placed, seed, window)?;
+            let r = run_group(m, &placed, seed, window)?.for_miss_ratios(window)?;
             Ok(L1Cell {
                 workload: w.clone(),
                 l1d_bytes: sizes[i],
@@ -716,7 +716,7 @@ fn simulate_all(
                     })
                 })
                 .collect();
-            let r = run_group(&ctx.m, &placed, seed, window)?;
+            let r = run_group(&ctx.m, &placed, seed, window)?.for_miss_ratios(window)?;
             Ok((r, t0.elapsed().as_secs_f64()))
         })
         .collect::<Result<_, CacheModelError>>()?;

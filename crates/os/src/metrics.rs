@@ -92,7 +92,9 @@ pub struct Metrics {
     pub kernel: Option<crate::sim::KernelTotals>,
     /// What all CPUs retired and missed in the measurement window (tasks and interrupts).
     pub window_counts: WindowCounts,
-    /// Those counts per response byte of every client group, as Ruan et al. report them.
+    /// Those counts per response byte of every client group, as Ruan et al. report them: the
+    /// bytes that left the wire in the window (a window shorter than a response holds part of
+    /// one, and the counts per byte are those of that part).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_byte: Option<WindowCounts>,
 }

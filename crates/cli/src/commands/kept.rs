@@ -156,20 +156,6 @@ impl<T: Serialize + DeserializeOwned + Clone + Item> Kept<T> {
         .with_context(|| format!("cannot write {}", self.path.display()))
     }
 
-    /// Puts the output in place with `write`, then lets go of what was `kept` for it, with
-    /// Ctrl-C and SIGTERM held back over both: a signal meanwhile ends the process once both
-    /// are done, so that no journal outlives the output it was kept for. (Only a run writing
-    /// files keeps a journal, so a FIFO's write is never held.)
-    pub fn write_then_remove(kept: Option<Self>, write: impl FnOnce() -> Result<()>) -> Result<()> {
-        match kept {
-            Some(k) => smtsched_host::shutdown::deferring_signals(|| {
-                write()?;
-                k.remove()
-            }),
-            None => write(),
-        }
-    }
-
     /// The output is in place: the journal goes, and any temporary copy a killed run left.
     pub fn remove(self) -> Result<()> {
         let removed = match std::fs::remove_file(&self.path) {

@@ -34,7 +34,8 @@ pub(crate) use inputs::{
     workload_names, workloads, MAX_REAL_SECONDS, MAX_SIMULATED_SECONDS,
 };
 pub(crate) use output::{
-    check_inputs_kept, check_outputs, json_out, out, write_file, write_files, MatrixFiles,
+    check_inputs_kept, check_outputs, json_out, out, write_file, write_files, write_files_then,
+    MatrixFiles,
 };
 pub(crate) use progress::{counting_bar, progress_bar, spinner, Bars};
 

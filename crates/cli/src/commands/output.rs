@@ -130,7 +130,7 @@ pub(crate) fn check_output_dir(dir: &Path, flag: &str) -> Result<()> {
     }
     if let Ok(target) = std::fs::read_link(dir) {
         return Err(bad_input(format!(
-            "{what}: a link to {}, which does not exist (a directory is not made through a link)",
+            "{what}: a link to {}, which leads nowhere (a directory is not made through a link)",
             target.display()
         )));
     }
@@ -199,6 +199,16 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// no temporary file. A FIFO or device among them is written unprotected (a reader that never
 /// comes must not make the command deaf to Ctrl-C).
 pub(crate) fn write_files<P: AsRef<Path>, B: AsRef<[u8]>>(files: &[(P, B)]) -> Result<()> {
+    write_files_then(files, || Ok(()))
+}
+
+/// [`write_files`], then `after` (letting go of the journal kept for these files) before a
+/// held-back signal acts: a signal while the files are put in place ends the process once both
+/// are done, so no journal outlives the output it was kept for.
+pub(crate) fn write_files_then<P: AsRef<Path>, B: AsRef<[u8]>>(
+    files: &[(P, B)],
+    after: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let regular = files
         .iter()
         .all(|(p, _)| std::fs::metadata(p.as_ref()).map_or(true, |m| m.is_file()));
@@ -212,9 +222,10 @@ pub(crate) fn write_files<P: AsRef<Path>, B: AsRef<[u8]>>(files: &[(P, B)]) -> R
         smtsched_report::write_atomic_set(&set).map_err(|(path, e)| write_error(&path, e))
     };
     if regular {
-        smtsched_host::shutdown::deferring_signals(write_all)
+        smtsched_host::shutdown::deferring_signals(|| write_all().and_then(|()| after()))
     } else {
-        write_all()
+        write_all()?;
+        after()
     }
 }
 

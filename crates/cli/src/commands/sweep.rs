@@ -4,7 +4,7 @@
 use super::kept::{inputs_fingerprint, progress_beside, Kept, KeptRun};
 use super::plan::Plan;
 use super::slurm::{absolute, Submission};
-use super::{check_inputs_kept, check_outputs, counting_bar, out, write_file};
+use super::{check_inputs_kept, check_outputs, counting_bar, out, write_files_then};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -217,10 +217,14 @@ fn kept_beside(
 
 /// Writes the results file (if asked), lets go of what was kept for it, and prints the table.
 fn finish(r: &SweepResults, output: Option<&Path>, kept: Option<Kept<JobResult>>) -> Result<()> {
-    Kept::write_then_remove(kept, || match output {
-        Some(p) => write_file(p, (serde_json::to_string_pretty(r)? + "\n").as_bytes()),
-        None => Ok(()),
-    })?;
+    let remove = || kept.map_or(Ok(()), Kept::remove);
+    match output {
+        Some(p) => {
+            let text = serde_json::to_string_pretty(r)? + "\n";
+            write_files_then(&[(p, text)], remove)?;
+        }
+        None => remove()?,
+    }
     // Before printing: a closed pipe ends the program quietly, and the results are in place.
     out(&render(r))
 }

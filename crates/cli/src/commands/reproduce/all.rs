@@ -5,7 +5,7 @@
 use super::super::kept::{inputs_fingerprint, progress_beside, Kept, KeptRun};
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::slurm::Submission;
-use super::super::{check_outputs, out, write_file, Bars};
+use super::super::{check_outputs, out, write_files_then, Bars};
 use super::report::{report, summary_table, write_report, Ran};
 use super::run_options;
 use crate::args::ReproduceArgs;
@@ -227,7 +227,7 @@ impl RunAll {
                 let file = SuiteShard::new(self.suite, s, outcomes);
                 let text = serde_json::to_string(&file)? + "\n";
                 // Before printing: a closed pipe ends the program quietly.
-                Kept::write_then_remove(kept, || write_file(&f, text.as_bytes()))?;
+                write_files_then(&[(&f, text)], || kept.map_or(Ok(()), Kept::remove))?;
                 let done: Vec<Outcome> = file.outcomes.into_iter().map(|(_, o)| o).collect();
                 out(&summary_table(&report(self.options.seed, &done, ran)))
             }
@@ -360,12 +360,13 @@ fn finish(
 ) -> Result<()> {
     let r = report(seed, outcomes, ran);
     // Before printing: a closed pipe ends the program quietly.
-    Kept::write_then_remove(kept, || match dir {
+    let remove = || kept.map_or(Ok(()), Kept::remove);
+    match dir {
         Some(d) => {
             make_output_dir(d, "-o")?;
-            write_report(d, &r, outcomes)
+            write_report(d, &r, outcomes, remove)?;
         }
-        None => Ok(()),
-    })?;
+        None => remove()?,
+    }
     out(&summary_table(&r))
 }

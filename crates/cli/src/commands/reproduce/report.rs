@@ -3,7 +3,7 @@
 //! counts of claims that hold, do not hold and are inconclusive at the top, and per experiment
 //! its claims, tables, figures, machine, seed and time; and the summary printed.
 
-use super::super::write_files;
+use super::super::write_files_then;
 use anyhow::Result;
 use serde::Serialize;
 use smtsched_experiments::run::{ClaimOutcome, Outcome, PaperNotes};
@@ -115,7 +115,12 @@ pub fn report(seed: u64, outcomes: &[Outcome], ran: Ran) -> Report<'_> {
 pub const REPORT_FILES: [&str; 3] = ["report.html", "report.md", "report.json"];
 
 /// Writes report.html, report.md and report.json into `dir`.
-pub fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result<()> {
+pub fn write_report(
+    dir: &Path,
+    report: &Report,
+    outcomes: &[Outcome],
+    after: impl FnOnce() -> Result<()>,
+) -> Result<()> {
     let json = serde_json::to_string_pretty(report)? + "\n";
     // The page embeds the same data without indentation: half the bytes (4.7 MB of pretty JSON
     // and figures would be near the 5 MB a report may take).
@@ -130,7 +135,7 @@ pub fn write_report(dir: &Path, report: &Report, outcomes: &[Outcome]) -> Result
         .zip(texts)
         .map(|(name, text)| (dir.join(name), text))
         .collect();
-    write_files(&files)
+    write_files_then(&files, after)
 }
 
 /// The counts of claims of every experiment, as printed.
