@@ -52,7 +52,7 @@ pub fn run(
         for est in estimators {
             let mut cfg = sim_config(e, o)?;
             cfg.estimator = est.clone();
-            by_estimator.push(replications(&m, &set, &policies, reps, &cfg)?);
+            by_estimator.push(replications(&m, &set, &policies, reps, &cfg, &|| {})?);
             p.step();
         }
         for (k, &policy) in policies.iter().enumerate() {

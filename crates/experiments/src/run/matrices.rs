@@ -149,11 +149,13 @@ pub(super) fn asymmetry(
             timeshare_rounds: 1,
             refill_only: false,
         };
-        p.status(&format!(
-            "{} seed {seed}: every group of four on {}",
-            e.name, m.name
-        ));
-        let r = run_asymmetry(m, &profiles, &proto, &|| {}).map_err(RunError::Bad)?;
+        // Every group of four, in its three allocations.
+        let n = profiles.len() as u64;
+        let groups = n * n.saturating_sub(1) * n.saturating_sub(2) * n.saturating_sub(3) / 24;
+        p.begin(&format!("{} seed {seed}", e.name), 3 * groups, "runs");
+        let r = run_asymmetry(m, &profiles, &proto, &|| p.step());
+        p.end();
+        let r = r.map_err(RunError::Bad)?;
         Ok(SeedRun {
             text: asymmetry_text(e, m, &r),
             claim_values: e

@@ -162,15 +162,17 @@ pub(crate) fn sim_config(e: &Experiment, o: &RunOptions) -> Result<SimConfig, Ru
 }
 
 /// `repeat` repetitions of `set` under `policies` from `cfg.seed` on, each a whole replication
-/// (its oracle's samples and its scheduler from its own seed).
+/// (its oracle's samples and its scheduler from its own seed). `step` is called
+/// `repeat × (1 + policies)` times: once as each replication's samples are ready, once per run.
 pub(crate) fn replications(
     m: &MachineModel,
     set: &TaskSetSpec,
     policies: &[PolicyName],
     repeat: u32,
     cfg: &SimConfig,
+    step: &(dyn Fn() + Sync),
 ) -> Result<Vec<PolicyRuns>, RunError> {
-    simulate_replicated(m, set, KernelBuild::Smp, policies, repeat, cfg, &|| {})
+    simulate_replicated(m, set, KernelBuild::Smp, policies, repeat, cfg, step)
         .map_err(RunError::Bad)
 }
 
@@ -185,7 +187,17 @@ fn runs_until_decided(
 ) -> Result<Vec<PolicyRuns>, RunError> {
     let set = e.task_set();
     let reps = repetitions(e, o)?;
-    let sim = |cfg: &SimConfig, n: u32| replications(m, &set, &e.policies, n, cfg);
+    let sim = |cfg: &SimConfig, n: u32| {
+        let last = cfg.seed + n as u64 - 1;
+        p.begin(
+            &format!("{} seeds {}-{last}", e.name, cfg.seed),
+            n as u64 * (1 + e.policies.len() as u64),
+            "steps",
+        );
+        let runs = replications(m, &set, &e.policies, n, cfg, &|| p.step());
+        p.end();
+        runs
+    };
     let mut results = sim(cfg, reps)?;
     let mut done = reps;
     let cap = super::cap(e, o).max(reps);
