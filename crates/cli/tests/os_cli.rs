@@ -303,7 +303,8 @@ fn run_writes_a_perfetto_trace() {
 
 /// The shipped server task set from the command line: a table of throughput and response times
 /// whose figures agree with each other (Mb/s = requests/s x response bytes, as each response
-/// leaves at once: no link rate, one pass; Little's law for the closed loop), and a one-line error for interrupts routed to a CPU not in use.
+/// leaves at once: no link rate, one pass; Little's law for the closed loop), and a one-line
+/// error for interrupts routed to a CPU not in use.
 #[test]
 fn a_web_server_set_reports_throughput_and_response_times() {
     let dir = tempfile::tempdir().unwrap();
