@@ -452,21 +452,20 @@ impl Context {
         now: f64,
     ) -> f64 {
         let mut ready = now;
-        // A plain loop: an inclusive range's iterator costs more than the lookups it skips.
         let mut line = first_pc >> self.fetch_shift;
         let last = last_pc >> self.fetch_shift;
-        loop {
-            if line != self.last_fetch_line {
-                self.last_fetch_line = line;
-                let found = mem.fetch(t.who, line << self.fetch_shift, ready);
-                t.counters
-                    .record_path(true, &self.fetch_levels, found.depth, t.kernel);
-                if found.depth > 0 {
-                    ready = mem.ready_time(t.who.cpu, true, found, ready);
-                }
-            }
-            if line >= last {
-                break;
+        // Only the first line can be the one fetched last: the lines after it are new.
+        if line == self.last_fetch_line {
+            line += 1;
+        }
+        self.last_fetch_line = last;
+        // A plain loop: an inclusive range's iterator costs more than the lookups it skips.
+        while line <= last {
+            let found = mem.fetch(t.who, line << self.fetch_shift, ready);
+            t.counters
+                .record_path(true, &self.fetch_levels, found.depth, t.kernel);
+            if found.depth > 0 {
+                ready = mem.ready_time(t.who.cpu, true, found, ready);
             }
             line += 1;
         }
@@ -1255,17 +1254,17 @@ impl MissBuffers {
     /// `horizon` is the time of the core's slowest context: no request comes from before it, so
     /// misses complete by then are forgotten.
     fn free_at(&mut self, t: f64, owner: Option<usize>, limit: usize, horizon: f64) -> f64 {
-        self.entries.retain(|&(_, done, _)| done > horizon);
-        self.busy.clear();
-        self.busy.extend(
-            self.entries
-                .iter()
-                .filter(|&&(issue, done, ctx)| {
-                    issue <= t && t < done && owner.is_none_or(|o| o == ctx)
-                })
-                .map(|&(_, done, _)| done)
-                .take(MISS_BUFFERS_SEEN),
-        );
+        // One pass: forget what completed by the horizon, note what is busy at `t`.
+        let busy = &mut self.busy;
+        busy.clear();
+        self.entries.retain(|&(issue, done, ctx)| {
+            let kept = done > horizon;
+            let busy_now = issue <= t && t < done && owner.is_none_or(|o| o == ctx);
+            if kept && busy_now && busy.len() < MISS_BUFFERS_SEEN {
+                busy.push(done);
+            }
+            kept
+        });
         let n = self.busy.len();
         if n < limit {
             return t;
