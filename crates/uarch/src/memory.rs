@@ -4,6 +4,7 @@
 use crate::cache::{Cache, Eviction};
 use crate::stream::KERNEL_BASE;
 use smtsched_model::{CacheContents, MachineModel, Scope};
+use std::ops::Range;
 
 /// Bits above which an address-space tag is placed (simulated addresses stay below 2^52).
 const SPACE_SHIFT: u32 = 52;
@@ -130,12 +131,20 @@ impl Bus {
     /// Whether nothing is using or booked on the bus at `now`.
     #[inline]
     fn idle_at(&self, now: f64) -> bool {
+        // Usually decided by the latest booking: over by `now` (so is every other), or begun.
+        match self.busy.back() {
+            None => return true,
+            Some(&(_, b)) if b <= now => return true,
+            Some(&(a, _)) if a <= now => return false,
+            Some(_) => {}
+        }
         self.busy
             .get(self.first_ending_after(now))
             .is_none_or(|&(a, _)| a > now)
     }
 
     /// Books a transfer of `bytes` requested at `now`; returns when the transfer starts.
+    #[inline]
     fn transfer(&mut self, now: f64, bytes: u32) -> f64 {
         let occupancy = bytes as f64 * self.cycles_per_byte;
         self.busy_cycles += occupancy;
@@ -146,6 +155,42 @@ impl Bus {
         {
             self.busy.pop_front();
         }
+        match self.book_after_latest(now, occupancy) {
+            Some(start) => start,
+            None => self.book_in_gap(now, occupancy),
+        }
+    }
+
+    /// Books the common request, one at or after the start of the latest booking: it goes
+    /// after that booking, or at `now` once the bus is free, as [`Bus::book_in_gap`] would place
+    /// it, without a search. `None` for any other request.
+    #[inline]
+    fn book_after_latest(&mut self, now: f64, occupancy: f64) -> Option<f64> {
+        let Some(latest) = self.busy.back_mut() else {
+            self.busy.push_back((now, now + occupancy));
+            return Some(now);
+        };
+        let (a, b) = *latest;
+        // `a < now + occupancy` rules out the one case the search decides otherwise: a
+        // transfer so short that it fits before `a` (`now + occupancy` rounds to `now == a`).
+        if !(a <= now && a < now + occupancy) {
+            return None;
+        }
+        if b > now {
+            latest.1 = b + occupancy;
+            Some(b)
+        } else if b == now {
+            latest.1 = now + occupancy;
+            Some(now)
+        } else {
+            self.busy.push_back((now, now + occupancy));
+            Some(now)
+        }
+    }
+
+    /// Books `occupancy` cycles in the first gap at or after `now`; returns when they start.
+    #[inline(never)]
+    fn book_in_gap(&mut self, now: f64, occupancy: f64) -> f64 {
         let mut start = now;
         for &(a, b) in self.busy.range(self.first_ending_after(now)..) {
             if b <= start {
@@ -199,40 +244,87 @@ struct Prefetcher {
     /// How many ring entries fall in each bucket of line numbers: most lookups are of lines the
     /// ring does not hold, and an empty bucket answers them without a scan.
     bucket_entries: [u8; INFLIGHT_BUCKETS],
+    /// How many streams each bucket of line numbers would continue (those whose `next` is
+    /// within one of a line in it): most demand accesses continue no stream, and an empty
+    /// bucket answers them without a search.
+    continuing: [u8; CONTINUING_BUCKETS],
 }
 
 const INFLIGHT_ENTRIES: usize = 64;
-const INFLIGHT_BUCKETS: usize = 256;
+const INFLIGHT_BUCKETS: usize = 4096;
+/// A power of two (line numbers wrap round 2^64 onto the same buckets) of at least 3 (a stream
+/// counts once per bucket, so a count stays within the 64 streams a prefetcher may have).
+const CONTINUING_BUCKETS: usize = 1024;
 
 #[inline]
 fn inflight_bucket(line: u64) -> usize {
     line as usize % INFLIGHT_BUCKETS
 }
 
+#[inline]
+fn continuing_bucket(line: u64) -> usize {
+    line as usize % CONTINUING_BUCKETS
+}
+
+/// Whether a demand access to `line` continues a stream expecting `next`. Lines of one 128-byte
+/// sector pair count as in sequence too: `line` within one of `next`, in one comparison (it
+/// differs from the two only where a line number wraps round 2^64; no address maps to line 0 or
+/// 2^64 - 1).
+#[inline(always)]
+fn continues(line: u64, next: u64) -> bool {
+    line.wrapping_sub(next).wrapping_add(1) <= 2
+}
+
 impl Prefetcher {
     /// A demand access to `line` that missed or hit; returns the lines to prefetch.
-    fn observe(&mut self, line: u64, missed: bool, out: &mut Vec<u64>) {
+    #[inline]
+    fn observe(&mut self, line: u64, missed: bool) -> Range<u64> {
         self.clock += 1;
-        // Lines of one 128-byte sector pair count as in sequence too: `line` within one of
-        // `next`, in one comparison (it differs from the two only where a line number wraps
-        // round 2^64; no address maps to line 0 or 2^64 - 1).
-        if let Some(s) = self
-            .streams
-            .iter_mut()
-            .find(|s| line.wrapping_sub(s.next).wrapping_add(1) <= 2)
-        {
-            s.next = line + 1;
-            s.last_use = self.clock;
-            s.confirmed = true;
-            let target = line + 1 + self.distance_lines;
-            let from = s.ahead.max(line + 1);
-            out.extend(from..target);
-            s.ahead = s.ahead.max(target);
-            return;
+        if self.continuing[continuing_bucket(line)] != 0 {
+            if let Some(i) = self.streams.iter().position(|s| continues(line, s.next)) {
+                return self.follow(i, line);
+            }
         }
-        if !missed {
-            return;
+        if missed {
+            self.start_stream(line);
         }
+        0..0
+    }
+
+    /// Stream `i` continues at `line`: it is confirmed and kept `distance_lines` ahead; returns
+    /// the lines that takes.
+    #[inline]
+    fn follow(&mut self, i: usize, line: u64) -> Range<u64> {
+        let s = &mut self.streams[i];
+        let was_next = s.next;
+        s.next = line + 1;
+        s.last_use = self.clock;
+        s.confirmed = true;
+        let target = line + 1 + self.distance_lines;
+        let from = s.ahead.max(line + 1);
+        s.ahead = s.ahead.max(target);
+        self.count_continuing(was_next, false);
+        self.count_continuing(line + 1, true);
+        from..target
+    }
+
+    /// Counts a stream expecting `next` in (`add`) or out of [`Prefetcher::continuing`].
+    #[inline]
+    fn count_continuing(&mut self, next: u64, add: bool) {
+        for line in [next.wrapping_sub(1), next, next.wrapping_add(1)] {
+            let count = &mut self.continuing[continuing_bucket(line)];
+            if add {
+                *count += 1;
+            } else {
+                *count -= 1;
+            }
+        }
+    }
+
+    /// Follows a new stream from the missed `line`, in place of the least recently used
+    /// unconfirmed stream (or confirmed, if none is unconfirmed) once all are taken.
+    #[inline(never)]
+    fn start_stream(&mut self, line: u64) {
         let stream = Stream {
             next: line + 1,
             ahead: line + 1,
@@ -241,13 +333,30 @@ impl Prefetcher {
         };
         if self.streams.len() < self.capacity {
             self.streams.push(stream);
-        } else if let Some(victim) = self
-            .streams
-            .iter_mut()
-            .min_by_key(|s| (s.confirmed, s.last_use))
-        {
-            *victim = stream;
+        } else if !self.streams.is_empty() {
+            let victim = self.least_valued_stream();
+            self.count_continuing(self.streams[victim].next, false);
+            self.streams[victim] = stream;
+        } else {
+            return;
         }
+        self.count_continuing(stream.next, true);
+    }
+
+    /// The first stream least worth keeping: by (confirmed, last use), as one number (`clock`
+    /// stays far below 2^63), which a plain loop compares faster than the pair.
+    fn least_valued_stream(&self) -> usize {
+        let value = |s: &Stream| (s.confirmed as u64) << 63 | s.last_use;
+        let mut least = 0;
+        let mut least_value = value(&self.streams[0]);
+        for (i, s) in self.streams.iter().enumerate().skip(1) {
+            let v = value(s);
+            if v < least_value {
+                least = i;
+                least_value = v;
+            }
+        }
+        least
     }
 
     fn arrival(&self, line: u64) -> Option<f64> {
@@ -310,20 +419,24 @@ impl Lookup {
 /// Caches on a path at most (levels 1 to 4, one cache each).
 const MAX_PATH: usize = 4;
 
-/// One cache of an access path, with what a lookup needs of its level.
+/// One cache of an access path, with what a lookup, a write-back and the timing of a hit need
+/// of its level.
 #[derive(Clone, Copy, Debug, Default)]
 struct Step {
     cache: u32,
     line_shift: u32,
+    line_bytes: u32,
+    latency: f64,
     thread_tagged: bool,
     prefetch: bool,
     fill_adjacent: bool,
+    write_back: bool,
 }
 
 impl Step {
     /// The line number of tagged address `addr` here, for thread `slot`.
     #[inline(always)]
-    fn line(self, addr: u64, slot: u8) -> u64 {
+    fn line(&self, addr: u64, slot: u8) -> u64 {
         let line = addr >> self.line_shift;
         if self.thread_tagged {
             line ^ (((slot as u64) + 1) << THREAD_TAG_SHIFT)
@@ -331,13 +444,29 @@ impl Step {
             line
         }
     }
+
+    /// The tagged address of `line` of this level (the thread tag, if any, taken off).
+    #[inline]
+    fn addr(self, line: u64) -> u64 {
+        let addr = line << self.line_shift;
+        if self.thread_tagged {
+            addr & ((1u64 << (THREAD_TAG_SHIFT + self.line_shift)) - 1)
+        } else {
+            addr
+        }
+    }
 }
 
-/// A logical CPU's fetch or data path as a lookup walks it, copied out whole.
+/// A logical CPU's fetch or data path, with what a lookup and its timing need of each level.
 #[derive(Clone, Copy, Debug)]
 struct Path {
     steps: [Step; MAX_PATH],
     len: usize,
+    /// Whether a lookup may take the first level inline: there is one, without a prefetcher.
+    lean_first: bool,
+    /// Bytes an access that reaches memory moves over the bus: the last level's line, or its
+    /// sector of two lines.
+    memory_bytes: u32,
 }
 
 impl Path {
@@ -348,19 +477,37 @@ impl Path {
         );
         let mut steps = [Step::default(); MAX_PATH];
         for (step, &i) in steps.iter_mut().zip(caches) {
+            let l = &levels[i];
             *step = Step {
                 cache: i as u32,
-                line_shift: levels[i].line_shift,
-                thread_tagged: levels[i].thread_tagged,
+                line_shift: l.line_shift,
+                line_bytes: l.line_bytes,
+                latency: l.latency,
+                thread_tagged: l.thread_tagged,
                 prefetch: prefetchers[i].is_some(),
-                fill_adjacent: levels[i].fill_adjacent,
+                fill_adjacent: l.fill_adjacent,
+                write_back: l.write_back,
             };
         }
+        let memory_bytes = caches.last().map_or(0, |&i| {
+            let last = &levels[i];
+            last.line_bytes * if last.fill_adjacent { 2 } else { 1 }
+        });
         Path {
             steps,
             len: caches.len(),
+            lean_first: !caches.is_empty() && !steps[0].prefetch,
+            memory_bytes,
         }
     }
+}
+
+/// A logical CPU's view of the memory side: its two paths and the bus behind them.
+#[derive(Clone, Debug)]
+struct CpuPaths {
+    fetch: Path,
+    data: Path,
+    bus: usize,
 }
 
 /// All caches and memory paths of one simulated machine.
@@ -370,15 +517,12 @@ pub struct MemorySystem {
     levels: Vec<Level>,
     /// Per cache instance, its prefetcher if it has one.
     prefetchers: Vec<Option<Prefetcher>>,
-    scratch: Vec<u64>,
     buses: Vec<Bus>,
     /// Per logical CPU: cache instances for instruction fetch and for data, in lookup order.
     fetch_path: Vec<Vec<usize>>,
     data_path: Vec<Vec<usize>>,
-    /// The same paths with what a lookup needs of each level.
-    fetch_steps: Vec<Path>,
-    data_steps: Vec<Path>,
-    bus_of_cpu: Vec<usize>,
+    /// Per logical CPU: the same paths with what a lookup needs of each level, and its bus.
+    cpus: Vec<CpuPaths>,
     memory_latency: f64,
 }
 
@@ -428,6 +572,7 @@ impl MemorySystem {
                     inflight: Vec::new(),
                     inflight_next: 0,
                     bucket_entries: [0; INFLIGHT_BUCKETS],
+                    continuing: [0; CONTINUING_BUCKETS],
                 }));
             }
         }
@@ -453,27 +598,21 @@ impl MemorySystem {
                 busy_cycles: 0.0,
             })
             .collect();
-        let bus_of_cpu = (0..cpus)
-            .map(|c| instance(machine, mem.shared_by, c))
+        let cpu_paths = (0..cpus)
+            .map(|c| CpuPaths {
+                fetch: Path::new(&fetch_path[c as usize], &levels, &prefetchers),
+                data: Path::new(&data_path[c as usize], &levels, &prefetchers),
+                bus: instance(machine, mem.shared_by, c),
+            })
             .collect();
-        let steps = |paths: &Vec<Vec<usize>>| -> Vec<Path> {
-            paths
-                .iter()
-                .map(|p| Path::new(p, &levels, &prefetchers))
-                .collect()
-        };
-        let (fetch_steps, data_steps) = (steps(&fetch_path), steps(&data_path));
         MemorySystem {
-            fetch_steps,
-            data_steps,
             caches,
             levels,
             prefetchers,
-            scratch: Vec::new(),
             buses,
             fetch_path,
             data_path,
-            bus_of_cpu,
+            cpus: cpu_paths,
             memory_latency: mem.latency_cycles as f64,
         }
     }
@@ -516,27 +655,20 @@ impl MemorySystem {
         self.lookup::<false>(who, addr, addr + bytes.max(1) as u64 - 1, write, now)
     }
 
-    #[inline]
-    fn line_of(&self, idx: usize, addr: u64, slot: u8) -> u64 {
-        let l = &self.levels[idx];
-        let mut line = addr >> l.line_shift;
-        if l.thread_tagged {
-            line ^= ((slot as u64) + 1) << THREAD_TAG_SHIFT;
-        }
-        line
-    }
-
-    #[inline]
-    fn path(&self, fetch: bool, cpu: usize) -> &[usize] {
+    #[inline(always)]
+    fn path(&self, fetch: bool, cpu: usize) -> &Path {
+        let paths = &self.cpus[cpu];
         if fetch {
-            &self.fetch_path[cpu]
+            &paths.fetch
         } else {
-            &self.data_path[cpu]
+            &paths.data
         }
     }
 
     /// Looks up the bytes from `addr` to `last` (tagged addresses) along the fetch path
     /// (`FETCH`) or the data path, level by level, until a level holds every line they span.
+    /// The common case, one line that hits the first level, is decided here; the rest is
+    /// [`MemorySystem::walk`]'s.
     #[inline(always)]
     fn lookup<const FETCH: bool>(
         &mut self,
@@ -546,14 +678,63 @@ impl MemorySystem {
         write: bool,
         now: f64,
     ) -> Lookup {
+        let path = self.path(FETCH, who.cpu as usize);
+        // By reference: a copy of the whole step costs more than the fields read.
+        let first = &path.steps[0];
+        let line = first.line(addr, who.slot);
+        if !path.lean_first || (last != addr && first.line(last, who.slot) != line) {
+            return self.walk::<FETCH>(who, addr, last, write, now, 0);
+        }
+        let cache = first.cache as usize;
+        let (hit, evicted) = self.caches[cache].access(line, who.slot, write);
+        if hit {
+            return Lookup {
+                depth: 0,
+                not_before: 0.0,
+            };
+        }
+        self.first_level_missed::<FETCH>(who, line, evicted, addr, last, now)
+    }
+
+    /// What [`MemorySystem::look_at`] does after a first-level miss of a one-line access
+    /// (write-back, adjacent line), then the walk down the levels below.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn first_level_missed<const FETCH: bool>(
+        &mut self,
+        who: Requester,
+        line: u64,
+        evicted: Option<Eviction>,
+        addr: u64,
+        last: u64,
+        now: f64,
+    ) -> Lookup {
         let cpu = who.cpu as usize;
-        let path = if FETCH {
-            self.fetch_steps[cpu]
-        } else {
-            self.data_steps[cpu]
-        };
-        for d in 0..path.len {
-            let step = path.steps[d];
+        let first = self.path(FETCH, cpu).steps[0];
+        if let Some(ev) = evicted {
+            self.write_back(FETCH, cpu, 0, first, ev, now);
+        }
+        if first.fill_adjacent {
+            self.fill_adjacent(FETCH, cpu, 0, first, line, who.slot, now);
+        }
+        self.walk::<FETCH>(who, addr, last, false, now, 1)
+    }
+
+    /// Looks up the bytes from `addr` to `last` level by level from depth `from` on.
+    #[inline(never)]
+    fn walk<const FETCH: bool>(
+        &mut self,
+        who: Requester,
+        addr: u64,
+        last: u64,
+        write: bool,
+        now: f64,
+        from: usize,
+    ) -> Lookup {
+        let cpu = who.cpu as usize;
+        let len = self.path(FETCH, cpu).len;
+        for d in from..len {
+            let step = self.path(FETCH, cpu).steps[d];
             let line = step.line(addr, who.slot);
             let (mut hit, mut not_before) =
                 self.look_at::<FETCH>(cpu, d, step, line, who.slot, write, now);
@@ -574,7 +755,7 @@ impl MemorySystem {
             }
         }
         Lookup {
-            depth: path.len,
+            depth: len,
             not_before: 0.0,
         }
     }
@@ -598,7 +779,7 @@ impl MemorySystem {
         // write-backs.
         let (hit, evicted) = self.caches[idx].access(line, slot, write && d == 0);
         if let Some(ev) = evicted {
-            self.write_back(FETCH, cpu, d, ev, now);
+            self.write_back(FETCH, cpu, d, step, ev, now);
         }
         let mut not_before = 0.0;
         if !FETCH && step.prefetch {
@@ -608,91 +789,147 @@ impl MemorySystem {
                     .and_then(|p| p.arrival(line))
                     .unwrap_or(0.0);
             }
-            self.prefetch(idx, cpu, line, !hit, slot, now);
+            self.prefetch(cpu, d, step, line, !hit, slot, now);
         }
         if !hit && step.fill_adjacent {
-            if let Some(ev) = self.caches[idx].fill(line ^ 1, slot, false) {
-                self.write_back(FETCH, cpu, d, ev, now);
-            }
+            self.fill_adjacent(FETCH, cpu, d, step, line, slot, now);
         }
         (hit, not_before)
     }
 
-    /// Lets the prefetcher of cache `idx` see a demand access and issue what it wants.
-    fn prefetch(&mut self, idx: usize, cpu: usize, line: u64, missed: bool, slot: u8, now: f64) {
-        let mut wanted = std::mem::take(&mut self.scratch);
-        wanted.clear();
-        if let Some(p) = self.prefetchers[idx].as_mut() {
-            p.observe(line, missed, &mut wanted);
+    /// A miss of `line` at level `d` (cache `step`) also brings in the other line of its pair.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn fill_adjacent(
+        &mut self,
+        fetch: bool,
+        cpu: usize,
+        d: usize,
+        step: Step,
+        line: u64,
+        slot: u8,
+        now: f64,
+    ) {
+        if let Some(ev) = self.caches[step.cache as usize].fill(line ^ 1, slot, false) {
+            self.write_back(fetch, cpu, d, step, ev, now);
         }
-        for &l in &wanted {
+    }
+
+    /// Lets the prefetcher of cache `step` (level `depth` of the data path) see a demand access
+    /// and issue what it wants.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn prefetch(
+        &mut self,
+        cpu: usize,
+        depth: usize,
+        step: Step,
+        line: u64,
+        missed: bool,
+        slot: u8,
+        now: f64,
+    ) {
+        let Some(p) = self.prefetchers[step.cache as usize].as_mut() else {
+            return;
+        };
+        let wanted = p.observe(line, missed);
+        if !wanted.is_empty() {
+            self.issue_prefetches(cpu, depth, step, wanted, slot, now);
+        }
+    }
+
+    /// Fills the `wanted` lines cache `step` lacks while the memory path is idle.
+    #[inline(never)]
+    fn issue_prefetches(
+        &mut self,
+        cpu: usize,
+        depth: usize,
+        step: Step,
+        wanted: Range<u64>,
+        slot: u8,
+        now: f64,
+    ) {
+        let idx = step.cache as usize;
+        let bus = self.cpus[cpu].bus;
+        for l in wanted {
             if self.caches[idx].probe(l) {
                 continue;
             }
             // Prefetches only use an idle memory path; demand requests never queue behind a
             // backlog of them.
-            if !self.buses[self.bus_of_cpu[cpu]].idle_at(now) {
+            if !self.buses[bus].idle_at(now) {
                 break;
             }
             if let Some(ev) = self.caches[idx].fill(l, slot, false) {
-                let depth = self.data_path[cpu]
-                    .iter()
-                    .position(|&i| i == idx)
-                    .unwrap_or(0);
-                self.write_back(false, cpu, depth, ev, now);
+                self.write_back(false, cpu, depth, step, ev, now);
             }
-            let bytes = self.levels[idx].line_bytes;
-            let start = self.buses[self.bus_of_cpu[cpu]].transfer(now, bytes);
+            let start = self.buses[bus].transfer(now, step.line_bytes);
             let ready = start + self.memory_latency;
             if let Some(p) = self.prefetchers[idx].as_mut() {
                 p.record(l, ready);
             }
         }
-        self.scratch = wanted;
     }
 
     /// When the data of an access that went `depth` deep, issued at `issue`, is available. An
     /// access that reaches memory books the memory path.
     #[inline]
     pub fn ready_time(&mut self, cpu: u32, fetch: bool, found: Lookup, issue: f64) -> f64 {
-        let path = self.path(fetch, cpu as usize);
+        let cpu = cpu as usize;
+        let path = self.path(fetch, cpu);
         let depth = found.depth;
         if depth == 0 {
             return issue.max(found.not_before);
         }
-        if depth < path.len() {
-            return (issue + self.levels[path[depth]].latency).max(found.not_before);
+        if depth < path.len {
+            return (issue + path.steps[depth].latency).max(found.not_before);
         }
-        let lvl = &self.levels[*path.last().expect("non-empty path")];
-        let bytes = lvl.line_bytes * if lvl.fill_adjacent { 2 } else { 1 };
-        let start = self.buses[self.bus_of_cpu[cpu as usize]].transfer(issue, bytes);
+        let bytes = path.memory_bytes;
+        let start = self.buses[self.cpus[cpu].bus].transfer(issue, bytes);
         start + self.memory_latency
     }
 
-    /// A dirty line left level `depth`: it is written into the next level, or over the bus.
-    fn write_back(&mut self, fetch: bool, cpu: usize, depth: usize, ev: Eviction, now: f64) {
-        let path = self.path(fetch, cpu);
-        let from = path[depth];
-        if !ev.dirty || !self.levels[from].write_back {
-            return;
+    /// Line `ev` left level `depth` (cache `from`) of the fetch or data path: a dirty one is
+    /// written back, if the level writes back. Most evicted lines are clean: only those go on to
+    /// [`MemorySystem::write_back_dirty`].
+    #[inline(always)]
+    fn write_back(
+        &mut self,
+        fetch: bool,
+        cpu: usize,
+        depth: usize,
+        from: Step,
+        ev: Eviction,
+        now: f64,
+    ) {
+        if ev.dirty && from.write_back {
+            self.write_back_dirty(fetch, cpu, depth, from, ev, now);
         }
-        match path.get(depth + 1).copied() {
-            Some(next) => {
-                // Re-express the evicted line in the next level's line size.
-                let shift_from = self.levels[from].line_shift;
-                let mut addr = ev.line << shift_from;
-                if self.levels[from].thread_tagged {
-                    addr &= (1u64 << (THREAD_TAG_SHIFT + shift_from)) - 1;
-                }
-                let line = self.line_of(next, addr, ev.owner);
-                if let Some(ev2) = self.caches[next].fill(line, ev.owner, true) {
-                    self.write_back(fetch, cpu, depth + 1, ev2, now);
-                }
+    }
+
+    /// Writes dirty line `ev`, evicted from level `depth` (cache `from`), into the next level,
+    /// or over the bus.
+    #[inline(never)]
+    fn write_back_dirty(
+        &mut self,
+        fetch: bool,
+        cpu: usize,
+        depth: usize,
+        from: Step,
+        ev: Eviction,
+        now: f64,
+    ) {
+        let path = self.path(fetch, cpu);
+        if depth + 1 < path.len {
+            let next = path.steps[depth + 1];
+            // Re-express the evicted line in the next level's line size.
+            let line = next.line(from.addr(ev.line), ev.owner);
+            if let Some(ev2) = self.caches[next.cache as usize].fill(line, ev.owner, true) {
+                self.write_back(fetch, cpu, depth + 1, next, ev2, now);
             }
-            None => {
-                let bytes = self.levels[from].line_bytes;
-                self.buses[self.bus_of_cpu[cpu]].transfer(now, bytes);
-            }
+        } else {
+            let bus = self.cpus[cpu].bus;
+            self.buses[bus].transfer(now, from.line_bytes);
         }
     }
 
@@ -738,8 +975,9 @@ impl MemorySystem {
                 (true, d.expect("an instance on the cpu's paths"))
             }
         };
+        let from = self.path(fetch, cpu).steps[depth];
         for ev in dropped {
-            self.write_back(fetch, cpu, depth, ev, now);
+            self.write_back(fetch, cpu, depth, from, ev, now);
         }
     }
 
