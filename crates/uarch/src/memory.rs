@@ -464,6 +464,9 @@ struct Path {
     len: usize,
     /// Whether a lookup may take the first level inline: there is one, without a prefetcher.
     lean_first: bool,
+    /// Whether every level's lines are at least the first level's: bytes in one line there are
+    /// in one line at every level.
+    lines_nest: bool,
     /// Bytes an access that reaches memory moves over the bus: the last level's line, or its
     /// sector of two lines.
     memory_bytes: u32,
@@ -497,6 +500,9 @@ impl Path {
             steps,
             len: caches.len(),
             lean_first: !caches.is_empty() && !steps[0].prefetch,
+            lines_nest: steps[..caches.len()]
+                .iter()
+                .all(|s| s.line_shift >= steps[0].line_shift),
             memory_bytes,
         }
     }
@@ -678,71 +684,78 @@ impl MemorySystem {
         write: bool,
         now: f64,
     ) -> Lookup {
-        let path = self.path(FETCH, who.cpu as usize);
+        // Scalars, not `who`, go to the functions below: a struct would be copied to the stack.
+        let (cpu, slot) = (who.cpu as usize, who.slot);
+        let path = self.path(FETCH, cpu);
         // By reference: a copy of the whole step costs more than the fields read.
         let first = &path.steps[0];
-        let line = first.line(addr, who.slot);
-        if !path.lean_first || (last != addr && first.line(last, who.slot) != line) {
-            return self.walk::<FETCH>(who, addr, last, write, now, 0);
+        let line = first.line(addr, slot);
+        if !path.lean_first || (last != addr && first.line(last, slot) != line) {
+            return self.walk::<FETCH, true>(cpu, slot, addr, last, write, now, 0);
         }
-        let cache = first.cache as usize;
-        let (hit, evicted) = self.caches[cache].access(line, who.slot, write);
+        let (cache, writes_back) = (first.cache as usize, first.write_back);
+        let (hit, evicted) = self.caches[cache].access(line, slot, write);
         if hit {
             return Lookup {
                 depth: 0,
                 not_before: 0.0,
             };
         }
-        self.first_level_missed::<FETCH>(who, line, evicted, addr, last, now)
+        if let Some(ev) = evicted {
+            self.evicted(FETCH, cpu, 0, writes_back, ev, now);
+        }
+        self.below_first_level::<FETCH>(cpu, slot, line, addr, last, now)
     }
 
-    /// What [`MemorySystem::look_at`] does after a first-level miss of a one-line access
-    /// (write-back, adjacent line), then the walk down the levels below.
-    #[allow(clippy::too_many_arguments)]
+    /// What [`MemorySystem::look_at`] does after a first-level miss of a one-line access once
+    /// the evicted line is written back (the adjacent line), then the walk down the levels below.
     #[inline(never)]
-    fn first_level_missed<const FETCH: bool>(
+    fn below_first_level<const FETCH: bool>(
         &mut self,
-        who: Requester,
+        cpu: usize,
+        slot: u8,
         line: u64,
-        evicted: Option<Eviction>,
         addr: u64,
         last: u64,
         now: f64,
     ) -> Lookup {
-        let cpu = who.cpu as usize;
-        let first = self.path(FETCH, cpu).steps[0];
-        if let Some(ev) = evicted {
-            self.write_back(FETCH, cpu, 0, first, ev, now);
-        }
+        let path = self.path(FETCH, cpu);
+        let (first, lines_nest) = (path.steps[0], path.lines_nest);
         if first.fill_adjacent {
-            self.fill_adjacent(FETCH, cpu, 0, first, line, who.slot, now);
+            self.fill_adjacent(FETCH, cpu, 0, first, line, slot, now);
         }
-        self.walk::<FETCH>(who, addr, last, false, now, 1)
+        if lines_nest {
+            self.walk::<FETCH, false>(cpu, slot, addr, addr, false, now, 1)
+        } else {
+            self.walk::<FETCH, true>(cpu, slot, addr, last, false, now, 1)
+        }
     }
 
-    /// Looks up the bytes from `addr` to `last` level by level from depth `from` on.
+    /// Looks up the bytes from `addr` to `last` for thread `slot` on `cpu`, level by level from
+    /// depth `from` on; `SPANS`: they may span two lines at some level (else `last` is unused).
+    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn walk<const FETCH: bool>(
+    fn walk<const FETCH: bool, const SPANS: bool>(
         &mut self,
-        who: Requester,
+        cpu: usize,
+        slot: u8,
         addr: u64,
         last: u64,
         write: bool,
         now: f64,
         from: usize,
     ) -> Lookup {
-        let cpu = who.cpu as usize;
         let len = self.path(FETCH, cpu).len;
         for d in from..len {
             let step = self.path(FETCH, cpu).steps[d];
-            let line = step.line(addr, who.slot);
+            let line = step.line(addr, slot);
             let (mut hit, mut not_before) =
-                self.look_at::<FETCH>(cpu, d, step, line, who.slot, write, now);
-            if last != addr {
-                let last_line = step.line(last, who.slot);
+                self.look_at::<FETCH>(cpu, d, step, line, slot, write, now);
+            if SPANS && last != addr {
+                let last_line = step.line(last, slot);
                 if last_line != line {
                     let (hit2, not_before2) =
-                        self.look_at::<FETCH>(cpu, d, step, last_line, who.slot, write, now);
+                        self.look_at::<FETCH>(cpu, d, step, last_line, slot, write, now);
                     hit &= hit2;
                     not_before = f64::max(not_before, not_before2);
                 }
@@ -779,7 +792,7 @@ impl MemorySystem {
         // write-backs.
         let (hit, evicted) = self.caches[idx].access(line, slot, write && d == 0);
         if let Some(ev) = evicted {
-            self.write_back(FETCH, cpu, d, step, ev, now);
+            self.evicted(FETCH, cpu, d, step.write_back, ev, now);
         }
         let mut not_before = 0.0;
         if !FETCH && step.prefetch {
@@ -811,7 +824,7 @@ impl MemorySystem {
         now: f64,
     ) {
         if let Some(ev) = self.caches[step.cache as usize].fill(line ^ 1, slot, false) {
-            self.write_back(fetch, cpu, d, step, ev, now);
+            self.evicted(fetch, cpu, d, step.write_back, ev, now);
         }
     }
 
@@ -833,7 +846,8 @@ impl MemorySystem {
             return;
         };
         let wanted = p.observe(line, missed);
-        if !wanted.is_empty() {
+        // On a busy memory path [`MemorySystem::issue_prefetches`] would only look, and stop.
+        if !wanted.is_empty() && self.buses[self.cpus[cpu].bus].idle_at(now) {
             self.issue_prefetches(cpu, depth, step, wanted, slot, now);
         }
     }
@@ -861,7 +875,7 @@ impl MemorySystem {
                 break;
             }
             if let Some(ev) = self.caches[idx].fill(l, slot, false) {
-                self.write_back(false, cpu, depth, step, ev, now);
+                self.evicted(false, cpu, depth, step.write_back, ev, now);
             }
             let start = self.buses[bus].transfer(now, step.line_bytes);
             let ready = start + self.memory_latency;
@@ -884,48 +898,48 @@ impl MemorySystem {
         if depth < path.len {
             return (issue + path.steps[depth].latency).max(found.not_before);
         }
-        let bytes = path.memory_bytes;
+        self.from_memory(cpu, fetch, issue)
+    }
+
+    /// When the data of an access from `cpu` that reaches memory, issued at `issue`, is
+    /// available: it books the memory path. Out of line, so callers that inline
+    /// [`MemorySystem::ready_time`] into a loop do not keep the bus state at hand for it.
+    #[inline(never)]
+    fn from_memory(&mut self, cpu: usize, fetch: bool, issue: f64) -> f64 {
+        let bytes = self.path(fetch, cpu).memory_bytes;
         let start = self.buses[self.cpus[cpu].bus].transfer(issue, bytes);
         start + self.memory_latency
     }
 
-    /// Line `ev` left level `depth` (cache `from`) of the fetch or data path: a dirty one is
-    /// written back, if the level writes back. Most evicted lines are clean: only those go on to
-    /// [`MemorySystem::write_back_dirty`].
+    /// Line `ev` left level `depth` of the fetch or data path, which `writes_back` or drops dirty
+    /// lines. Most evicted lines are clean: only dirty ones go on to
+    /// [`MemorySystem::write_back`].
     #[inline(always)]
-    fn write_back(
+    fn evicted(
         &mut self,
         fetch: bool,
         cpu: usize,
         depth: usize,
-        from: Step,
+        writes_back: bool,
         ev: Eviction,
         now: f64,
     ) {
-        if ev.dirty && from.write_back {
-            self.write_back_dirty(fetch, cpu, depth, from, ev, now);
+        if ev.dirty && writes_back {
+            self.write_back(fetch, cpu, depth, ev, now);
         }
     }
 
-    /// Writes dirty line `ev`, evicted from level `depth` (cache `from`), into the next level,
-    /// or over the bus.
+    /// Writes dirty line `ev`, evicted from level `depth`, into the next level, or over the bus.
     #[inline(never)]
-    fn write_back_dirty(
-        &mut self,
-        fetch: bool,
-        cpu: usize,
-        depth: usize,
-        from: Step,
-        ev: Eviction,
-        now: f64,
-    ) {
+    fn write_back(&mut self, fetch: bool, cpu: usize, depth: usize, ev: Eviction, now: f64) {
         let path = self.path(fetch, cpu);
+        let from = path.steps[depth];
         if depth + 1 < path.len {
             let next = path.steps[depth + 1];
             // Re-express the evicted line in the next level's line size.
             let line = next.line(from.addr(ev.line), ev.owner);
             if let Some(ev2) = self.caches[next.cache as usize].fill(line, ev.owner, true) {
-                self.write_back(fetch, cpu, depth + 1, next, ev2, now);
+                self.evicted(fetch, cpu, depth + 1, next.write_back, ev2, now);
             }
         } else {
             let bus = self.cpus[cpu].bus;
@@ -977,7 +991,7 @@ impl MemorySystem {
         };
         let from = self.path(fetch, cpu).steps[depth];
         for ev in dropped {
-            self.write_back(fetch, cpu, depth, from, ev, now);
+            self.evicted(fetch, cpu, depth, from.write_back, ev, now);
         }
     }
 
