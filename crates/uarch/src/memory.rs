@@ -88,8 +88,11 @@ impl Requester {
 /// or after its request time.
 #[derive(Clone, Debug)]
 struct Bus {
-    /// Busy intervals (start, end), sorted, non-overlapping; adjacent ones are merged.
-    busy: std::collections::VecDeque<(f64, f64)>,
+    /// Busy intervals (start, end) from index `first` on, sorted, non-overlapping; adjacent ones
+    /// are merged. A plain vector (cheaper to index than a ring), whose forgotten front
+    /// intervals are dropped in batches; empty when none is live.
+    busy: Vec<(f64, f64)>,
+    first: usize,
     cycles_per_byte: f64,
     busy_cycles: f64,
 }
@@ -98,47 +101,59 @@ struct Bus {
 const BUS_SCAN_FROM_END: usize = 4;
 /// Intervals ending this long before a request are forgotten (requests never arrive that late).
 const BUS_HISTORY_CYCLES: f64 = 50_000.0;
+/// Forgotten intervals kept at the front of [`Bus::busy`] until they are dropped at once.
+const BUS_FORGOTTEN_KEPT: usize = 64;
 
 impl Bus {
-    /// Index of the first interval that ends after `now` (the ends are sorted too, as the
-    /// intervals are sorted and do not overlap).
+    fn new(cycles_per_byte: f64) -> Self {
+        Bus {
+            busy: Vec::new(),
+            first: 0,
+            cycles_per_byte,
+            busy_cycles: 0.0,
+        }
+    }
+
+    /// The intervals not forgotten.
+    #[inline]
+    fn live(&self) -> &[(f64, f64)] {
+        &self.busy[self.first..]
+    }
+
+    /// Index in [`Bus::live`] of the first interval that ends after `now` (the ends are sorted
+    /// too, as the intervals are sorted and do not overlap).
     #[inline]
     fn first_ending_after(&self, now: f64) -> usize {
         self.partition_point(|&(_, b)| b <= now)
     }
 
-    /// `VecDeque::partition_point` over the deque's two slices. Requests come at about the
-    /// latest times booked, so the point is usually among the last few intervals: those are
-    /// looked at first, from the end.
+    /// `partition_point` over [`Bus::live`]. Requests come at about the latest times booked, so
+    /// the point is usually among the last few intervals: those are looked at first, from the
+    /// end.
     #[inline]
     fn partition_point(&self, pred: impl Fn(&(f64, f64)) -> bool) -> usize {
-        let mut i = self.busy.len();
+        let live = self.live();
+        let mut i = live.len();
         for _ in 0..BUS_SCAN_FROM_END {
-            match self.busy.get(i.wrapping_sub(1)) {
+            match live.get(i.wrapping_sub(1)) {
                 Some(iv) if !pred(iv) => i -= 1,
                 _ => return i,
             }
         }
-        let (front, back) = self.busy.as_slices();
-        let i = front.partition_point(&pred);
-        if i < front.len() {
-            i
-        } else {
-            front.len() + back.partition_point(pred)
-        }
+        live.partition_point(pred)
     }
 
     /// Whether nothing is using or booked on the bus at `now`.
     #[inline]
     fn idle_at(&self, now: f64) -> bool {
         // Usually decided by the latest booking: over by `now` (so is every other), or begun.
-        match self.busy.back() {
+        match self.busy.last() {
             None => return true,
             Some(&(_, b)) if b <= now => return true,
             Some(&(a, _)) if a <= now => return false,
             Some(_) => {}
         }
-        self.busy
+        self.live()
             .get(self.first_ending_after(now))
             .is_none_or(|&(a, _)| a > now)
     }
@@ -148,16 +163,39 @@ impl Bus {
     fn transfer(&mut self, now: f64, bytes: u32) -> f64 {
         let occupancy = bytes as f64 * self.cycles_per_byte;
         self.busy_cycles += occupancy;
-        while self
-            .busy
-            .front()
-            .is_some_and(|&(_, end)| end < now - BUS_HISTORY_CYCLES)
-        {
-            self.busy.pop_front();
-        }
+        self.forget_before(now);
         match self.book_after_latest(now, occupancy) {
             Some(start) => start,
             None => self.book_in_gap(now, occupancy),
+        }
+    }
+
+    /// Forgets the intervals that end [`BUS_HISTORY_CYCLES`] before `now`.
+    #[inline]
+    fn forget_before(&mut self, now: f64) {
+        let first = self.first;
+        while self
+            .busy
+            .get(self.first)
+            .is_some_and(|&(_, end)| end < now - BUS_HISTORY_CYCLES)
+        {
+            self.first += 1;
+        }
+        if self.first != first {
+            self.drop_forgotten();
+        }
+    }
+
+    /// Drops the forgotten intervals: all of them once none is live (so the last interval of
+    /// [`Bus::busy`] is always live), or a batch of [`BUS_FORGOTTEN_KEPT`].
+    #[inline]
+    fn drop_forgotten(&mut self) {
+        if self.first == self.busy.len() {
+            self.busy.clear();
+            self.first = 0;
+        } else if self.first >= BUS_FORGOTTEN_KEPT {
+            self.busy.drain(..self.first);
+            self.first = 0;
         }
     }
 
@@ -166,8 +204,8 @@ impl Bus {
     /// it, without a search. `None` for any other request.
     #[inline]
     fn book_after_latest(&mut self, now: f64, occupancy: f64) -> Option<f64> {
-        let Some(latest) = self.busy.back_mut() else {
-            self.busy.push_back((now, now + occupancy));
+        let Some(latest) = self.busy.last_mut() else {
+            self.busy.push((now, now + occupancy));
             return Some(now);
         };
         let (a, b) = *latest;
@@ -183,7 +221,7 @@ impl Bus {
             latest.1 = now + occupancy;
             Some(now)
         } else {
-            self.busy.push_back((now, now + occupancy));
+            self.busy.push((now, now + occupancy));
             Some(now)
         }
     }
@@ -192,7 +230,7 @@ impl Bus {
     #[inline(never)]
     fn book_in_gap(&mut self, now: f64, occupancy: f64) -> f64 {
         let mut start = now;
-        for &(a, b) in self.busy.range(self.first_ending_after(now)..) {
+        for &(a, b) in &self.live()[self.first_ending_after(now)..] {
             if b <= start {
                 continue;
             }
@@ -204,16 +242,17 @@ impl Bus {
         let end = start + occupancy;
         // [start, end) is free: every interval starting before `end` ends by `start`.
         let pos = self.partition_point(|&(a, _)| a < end);
-        let merge_prev = pos > 0 && self.busy[pos - 1].1 >= start;
-        let merge_next = pos < self.busy.len() && self.busy[pos].0 <= end;
+        let live = &mut self.busy[self.first..];
+        let merge_prev = pos > 0 && live[pos - 1].1 >= start;
+        let merge_next = pos < live.len() && live[pos].0 <= end;
         match (merge_prev, merge_next) {
             (true, true) => {
-                self.busy[pos - 1].1 = self.busy[pos].1;
-                self.busy.remove(pos);
+                live[pos - 1].1 = live[pos].1;
+                self.busy.remove(self.first + pos);
             }
-            (true, false) => self.busy[pos - 1].1 = end,
-            (false, true) => self.busy[pos].0 = start,
-            (false, false) => self.busy.insert(pos, (start, end)),
+            (true, false) => live[pos - 1].1 = end,
+            (false, true) => live[pos].0 = start,
+            (false, false) => self.busy.insert(self.first + pos, (start, end)),
         }
         start
     }
@@ -276,6 +315,19 @@ fn continues(line: u64, next: u64) -> bool {
 }
 
 impl Prefetcher {
+    fn new(capacity: usize, distance_lines: u64) -> Self {
+        Prefetcher {
+            streams: Vec::new(),
+            capacity,
+            distance_lines,
+            clock: 0,
+            inflight: Vec::new(),
+            inflight_next: 0,
+            bucket_entries: [0; INFLIGHT_BUCKETS],
+            continuing: [0; CONTINUING_BUCKETS],
+        }
+    }
+
     /// A demand access to `line` that missed or hit; returns the lines to prefetch.
     #[inline]
     fn observe(&mut self, line: u64, missed: bool) -> Range<u64> {
@@ -570,15 +622,11 @@ impl MemorySystem {
                     fill_adjacent: spec.fill_adjacent_line,
                     write_back: spec.write_back,
                 });
-                prefetchers.push(spec.prefetch.as_ref().map(|p| Prefetcher {
-                    streams: Vec::new(),
-                    capacity: p.streams as usize,
-                    distance_lines: (p.distance_bytes / spec.line_bytes) as u64,
-                    clock: 0,
-                    inflight: Vec::new(),
-                    inflight_next: 0,
-                    bucket_entries: [0; INFLIGHT_BUCKETS],
-                    continuing: [0; CONTINUING_BUCKETS],
+                prefetchers.push(spec.prefetch.as_ref().map(|p| {
+                    Prefetcher::new(
+                        p.streams as usize,
+                        (p.distance_bytes / spec.line_bytes) as u64,
+                    )
                 }));
             }
         }
@@ -598,11 +646,7 @@ impl MemorySystem {
             .collect();
         let mem = &machine.memory;
         let buses = (0..instances(machine, mem.shared_by))
-            .map(|_| Bus {
-                busy: Default::default(),
-                cycles_per_byte: 1.0 / mem.bus_bytes_per_cycle,
-                busy_cycles: 0.0,
-            })
+            .map(|_| Bus::new(1.0 / mem.bus_bytes_per_cycle))
             .collect();
         let cpu_paths = (0..cpus)
             .map(|c| CpuPaths {
@@ -725,7 +769,7 @@ impl MemorySystem {
             self.fill_adjacent(FETCH, cpu, 0, first, line, slot, now);
         }
         if lines_nest {
-            self.walk::<FETCH, false>(cpu, slot, addr, addr, false, now, 1)
+            self.walk_levels::<FETCH, false>(cpu, slot, addr, addr, false, now, 1)
         } else {
             self.walk::<FETCH, true>(cpu, slot, addr, last, false, now, 1)
         }
@@ -736,6 +780,22 @@ impl MemorySystem {
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn walk<const FETCH: bool, const SPANS: bool>(
+        &mut self,
+        cpu: usize,
+        slot: u8,
+        addr: u64,
+        last: u64,
+        write: bool,
+        now: f64,
+        from: usize,
+    ) -> Lookup {
+        self.walk_levels::<FETCH, SPANS>(cpu, slot, addr, last, write, now, from)
+    }
+
+    /// [`MemorySystem::walk`], inline (where one call would cost more than it does).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn walk_levels<const FETCH: bool, const SPANS: bool>(
         &mut self,
         cpu: usize,
         slot: u8,
@@ -898,14 +958,14 @@ impl MemorySystem {
         if depth < path.len {
             return (issue + path.steps[depth].latency).max(found.not_before);
         }
-        self.from_memory(cpu, fetch, issue)
+        self.memory_ready_time(cpu, fetch, issue)
     }
 
     /// When the data of an access from `cpu` that reaches memory, issued at `issue`, is
     /// available: it books the memory path. Out of line, so callers that inline
     /// [`MemorySystem::ready_time`] into a loop do not keep the bus state at hand for it.
     #[inline(never)]
-    fn from_memory(&mut self, cpu: usize, fetch: bool, issue: f64) -> f64 {
+    fn memory_ready_time(&mut self, cpu: usize, fetch: bool, issue: f64) -> f64 {
         let bytes = self.path(fetch, cpu).memory_bytes;
         let start = self.buses[self.cpus[cpu].bus].transfer(issue, bytes);
         start + self.memory_latency
@@ -1010,11 +1070,7 @@ mod tests {
     use super::*;
 
     fn bus() -> Bus {
-        Bus {
-            busy: Default::default(),
-            cycles_per_byte: 1.0,
-            busy_cycles: 0.0,
-        }
+        Bus::new(1.0)
     }
 
     #[test]
@@ -1023,7 +1079,7 @@ mod tests {
         assert_eq!(b.transfer(0.0, 10), 0.0);
         assert_eq!(b.transfer(0.0, 10), 10.0);
         assert_eq!(b.transfer(5.0, 10), 20.0);
-        assert_eq!(b.busy.len(), 1, "adjacent transfers merge: {:?}", b.busy);
+        assert_eq!(b.live().len(), 1, "adjacent transfers merge: {:?}", b.busy);
     }
 
     #[test]
@@ -1050,7 +1106,7 @@ mod tests {
             "[495, 505) overlaps [500, 510)"
         );
         assert_eq!(
-            b.busy.len(),
+            b.live().len(),
             11,
             "[0, 20) and [500, 520) merged: {:?}",
             b.busy
@@ -1067,5 +1123,271 @@ mod tests {
         // One that does not fit before t=1000 goes after it.
         assert_eq!(b.transfer(995.0, 10), 1010.0);
         assert_eq!(b.busy_cycles, 30.0);
+    }
+}
+
+/// The bus calendar and the prefetcher against their first, plainer versions (kept here as
+/// they were): the same answers and the same state on random request sequences.
+#[cfg(test)]
+mod against_the_original {
+    use super::*;
+    use crate::rng::SimRng;
+    use std::collections::VecDeque;
+
+    /// The bus as first written: a ring searched on every request.
+    struct OriginalBus {
+        busy: VecDeque<(f64, f64)>,
+        cycles_per_byte: f64,
+        busy_cycles: f64,
+    }
+
+    impl OriginalBus {
+        fn first_ending_after(&self, now: f64) -> usize {
+            self.partition_point(|&(_, b)| b <= now)
+        }
+
+        fn partition_point(&self, pred: impl Fn(&(f64, f64)) -> bool) -> usize {
+            let mut i = self.busy.len();
+            for _ in 0..BUS_SCAN_FROM_END {
+                match self.busy.get(i.wrapping_sub(1)) {
+                    Some(iv) if !pred(iv) => i -= 1,
+                    _ => return i,
+                }
+            }
+            let (front, back) = self.busy.as_slices();
+            let i = front.partition_point(&pred);
+            if i < front.len() {
+                i
+            } else {
+                front.len() + back.partition_point(pred)
+            }
+        }
+
+        fn idle_at(&self, now: f64) -> bool {
+            self.busy
+                .get(self.first_ending_after(now))
+                .is_none_or(|&(a, _)| a > now)
+        }
+
+        fn transfer(&mut self, now: f64, bytes: u32) -> f64 {
+            let occupancy = bytes as f64 * self.cycles_per_byte;
+            self.busy_cycles += occupancy;
+            while self
+                .busy
+                .front()
+                .is_some_and(|&(_, end)| end < now - BUS_HISTORY_CYCLES)
+            {
+                self.busy.pop_front();
+            }
+            let mut start = now;
+            for &(a, b) in self.busy.range(self.first_ending_after(now)..) {
+                if b <= start {
+                    continue;
+                }
+                if a >= start + occupancy {
+                    break;
+                }
+                start = b;
+            }
+            let end = start + occupancy;
+            let pos = self.partition_point(|&(a, _)| a < end);
+            let merge_prev = pos > 0 && self.busy[pos - 1].1 >= start;
+            let merge_next = pos < self.busy.len() && self.busy[pos].0 <= end;
+            match (merge_prev, merge_next) {
+                (true, true) => {
+                    self.busy[pos - 1].1 = self.busy[pos].1;
+                    self.busy.remove(pos);
+                }
+                (true, false) => self.busy[pos - 1].1 = end,
+                (false, true) => self.busy[pos].0 = start,
+                (false, false) => self.busy.insert(pos, (start, end)),
+            }
+            start
+        }
+    }
+
+    /// Request times as the simulator makes them: mostly at about the latest booking, some a
+    /// little behind or ahead, a few far behind, now and then a jump past the history horizon;
+    /// transfer sizes of a line, a sector, and odd ones.
+    fn bus_requests(rng: &mut SimRng, n: usize) -> Vec<(f64, u32, bool)> {
+        let mut now = 0.0;
+        (0..n)
+            .map(|_| {
+                now += match rng.below(100) {
+                    0 => 60_000.0 + rng.below(1000) as f64,
+                    1..=4 => -(rng.below(20_000) as f64),
+                    5..=29 => -(rng.below(300) as f64) * 0.75,
+                    _ => rng.below(120) as f64 * 0.25,
+                };
+                let bytes = [64, 128, 64, 1, 7, 256][rng.below(6) as usize];
+                (now, bytes, rng.below(4) == 0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_bus_books_as_the_original_did() {
+        for seed in 0..200 {
+            let mut rng = SimRng::new(seed);
+            let cycles_per_byte = [0.75, 1.0 / 1.3333, 1.0, 0.1][seed as usize % 4];
+            let mut bus = Bus::new(cycles_per_byte);
+            let mut original = OriginalBus {
+                busy: VecDeque::new(),
+                cycles_per_byte,
+                busy_cycles: 0.0,
+            };
+            for (i, (now, bytes, query)) in bus_requests(&mut rng, 2000).into_iter().enumerate() {
+                if query {
+                    assert_eq!(
+                        bus.idle_at(now),
+                        original.idle_at(now),
+                        "seed {seed}, request {i}"
+                    );
+                    continue;
+                }
+                let (got, want) = (bus.transfer(now, bytes), original.transfer(now, bytes));
+                assert_eq!(got.to_bits(), want.to_bits(), "seed {seed}, request {i}");
+                assert_eq!(bus.busy_cycles.to_bits(), original.busy_cycles.to_bits());
+                assert!(
+                    bus.live().iter().eq(original.busy.iter()),
+                    "seed {seed}, request {i}"
+                );
+            }
+        }
+    }
+
+    /// The prefetcher as first written: every stream searched on every access.
+    struct OriginalPrefetcher {
+        streams: Vec<Stream>,
+        capacity: usize,
+        distance_lines: u64,
+        clock: u64,
+        inflight: Vec<(u64, f64)>,
+        inflight_next: usize,
+    }
+
+    impl OriginalPrefetcher {
+        fn observe(&mut self, line: u64, missed: bool, out: &mut Vec<u64>) {
+            self.clock += 1;
+            if let Some(s) = self
+                .streams
+                .iter_mut()
+                .find(|s| line.wrapping_sub(s.next).wrapping_add(1) <= 2)
+            {
+                s.next = line + 1;
+                s.last_use = self.clock;
+                s.confirmed = true;
+                let target = line + 1 + self.distance_lines;
+                let from = s.ahead.max(line + 1);
+                out.extend(from..target);
+                s.ahead = s.ahead.max(target);
+                return;
+            }
+            if !missed {
+                return;
+            }
+            let stream = Stream {
+                next: line + 1,
+                ahead: line + 1,
+                confirmed: false,
+                last_use: self.clock,
+            };
+            if self.streams.len() < self.capacity {
+                self.streams.push(stream);
+            } else if let Some(victim) = self
+                .streams
+                .iter_mut()
+                .min_by_key(|s| (s.confirmed, s.last_use))
+            {
+                *victim = stream;
+            }
+        }
+
+        fn arrival(&self, line: u64) -> Option<f64> {
+            self.inflight
+                .iter()
+                .find(|&&(l, _)| l == line)
+                .map(|&(_, t)| t)
+        }
+
+        fn record(&mut self, line: u64, ready: f64) {
+            if self.inflight.len() < INFLIGHT_ENTRIES {
+                self.inflight.push((line, ready));
+            } else {
+                self.inflight[self.inflight_next] = (line, ready);
+                self.inflight_next = (self.inflight_next + 1) % INFLIGHT_ENTRIES;
+            }
+        }
+    }
+
+    /// Lines as a few interleaved streams touch them (forward, in steps of one or two, now and
+    /// then again), with random lines between, some of them near the buckets' wrap round.
+    fn accessed_lines(rng: &mut SimRng, n: usize) -> Vec<(u64, bool)> {
+        let mut heads: Vec<u64> = (0..12).map(|_| 1 + rng.below(1 << 20)).collect();
+        (0..n)
+            .map(|_| {
+                let line = match rng.below(10) {
+                    0..=6 => {
+                        let h = &mut heads[rng.below(12) as usize];
+                        *h += rng.below(3);
+                        *h
+                    }
+                    7 => CONTINUING_BUCKETS as u64 * (1 + rng.below(8)) - rng.below(3),
+                    _ => 1 + rng.below(1 << 24),
+                };
+                (line, rng.below(3) != 0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_prefetcher_follows_streams_as_the_original_did() {
+        for seed in 0..100 {
+            let mut rng = SimRng::new(1000 + seed);
+            let (capacity, distance) = [(8, 4), (1, 2), (3, 1), (64, 8), (0, 4)][seed as usize % 5];
+            let mut p = Prefetcher::new(capacity, distance);
+            let mut original = OriginalPrefetcher {
+                streams: Vec::new(),
+                capacity,
+                distance_lines: distance,
+                clock: 0,
+                inflight: Vec::new(),
+                inflight_next: 0,
+            };
+            let mut wanted = Vec::new();
+            for (i, (line, missed)) in accessed_lines(&mut rng, 5000).into_iter().enumerate() {
+                let at = format!("seed {seed}, access {i}");
+                assert_eq!(p.arrival(line), original.arrival(line), "{at}");
+                wanted.clear();
+                original.observe(line, missed, &mut wanted);
+                let got: Vec<u64> = p.observe(line, missed).collect();
+                assert_eq!(got, wanted, "{at}");
+                // Some of the wanted lines are brought in, as an idle bus would let them.
+                for &l in &wanted {
+                    if rng.below(2) == 0 {
+                        continue;
+                    }
+                    let ready = rng.below(1 << 20) as f64;
+                    p.record(l, ready);
+                    original.record(l, ready);
+                }
+                assert_eq!(p.clock, original.clock);
+                let state = |s: &Stream| (s.next, s.ahead, s.confirmed, s.last_use);
+                assert!(
+                    p.streams
+                        .iter()
+                        .map(state)
+                        .eq(original.streams.iter().map(state)),
+                    "{at}"
+                );
+                let mut continuing = [0u8; CONTINUING_BUCKETS];
+                for s in &p.streams {
+                    for l in [s.next.wrapping_sub(1), s.next, s.next.wrapping_add(1)] {
+                        continuing[continuing_bucket(l)] += 1;
+                    }
+                }
+                assert_eq!(p.continuing, continuing, "{at}");
+            }
+        }
     }
 }
