@@ -66,7 +66,7 @@ impl Plan for MatrixPlan {
         let matrix = pool.install(|| {
             let refs = refs(&self.workloads);
             smtsched_uarch::protocol::matrix(m, &refs, self.placement, &self.protocol, &|| {
-                bar.inc(1)
+                bar.inc()
             })
         })?;
         bar.finish_and_clear();

@@ -3,6 +3,7 @@
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Off a terminal (a log file, a Slurm job's output) a stage says how far it has come at most
@@ -31,9 +32,9 @@ impl StageLog {
         }
     }
 
-    /// One more step done at `now`: the line to log, if one is due.
-    fn step_at(&mut self, now: Instant) -> Option<String> {
-        self.done += 1;
+    /// `steps` more done at `now`: the line to log, if one is due.
+    fn advance_at(&mut self, steps: u64, now: Instant) -> Option<String> {
+        self.done += steps;
         if now.duration_since(self.last_line) < LOG_EVERY || self.done >= self.total {
             return None;
         }
@@ -43,6 +44,54 @@ impl StageLog {
             "  {}: {}/{} {} after {minutes:.1} min",
             self.label, self.done, self.total, self.unit
         ))
+    }
+}
+
+/// A count of work done: a bar on a terminal, a line at most every [`LOG_EVERY`] off one (a
+/// long `matrix` or `sweep run` in a log file or a Slurm job is not silent until its end).
+pub(crate) struct Counter {
+    bar: ProgressBar,
+    log: Option<Mutex<StageLog>>,
+}
+
+impl Counter {
+    fn new(bar: ProgressBar, total: u64, unit: &str) -> Self {
+        let log = (!std::io::stderr().is_terminal())
+            .then(|| Mutex::new(StageLog::new("", total, unit, Instant::now())));
+        Counter { bar, log }
+    }
+
+    fn log(&self) -> Option<std::sync::MutexGuard<'_, StageLog>> {
+        Some(self.log.as_ref()?.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn set_message(&self, msg: impl Into<String>) {
+        let msg = msg.into();
+        if let Some(mut log) = self.log() {
+            log.label.clone_from(&msg);
+        }
+        self.bar.set_message(msg);
+    }
+
+    /// `steps` more done (counted without a line: kept work taken over at the start).
+    pub fn inc_quietly(&self, steps: u64) {
+        self.bar.inc(steps);
+        if let Some(mut log) = self.log() {
+            log.done += steps;
+        }
+    }
+
+    /// One more done; off a terminal, the count is logged if a line is due.
+    pub fn inc(&self) {
+        self.bar.inc(1);
+        let line = self.log().and_then(|mut log| log.advance_at(1, Instant::now()));
+        if let Some(line) = line {
+            eprintln!("{line}");
+        }
+    }
+
+    pub fn finish_and_clear(&self) {
+        self.bar.finish_and_clear();
     }
 }
 
@@ -67,12 +116,13 @@ pub(crate) fn spinner(msg: impl Into<String>) -> Result<ProgressBar> {
     Ok(bar)
 }
 
-/// The usual bar: `len` things of `unit`, time elapsed and left.
-pub(crate) fn counting_bar(len: u64, unit: &str) -> Result<ProgressBar> {
-    progress_bar(
+/// The usual count: `len` things of `unit`, on a terminal a bar with the time elapsed and left.
+pub(crate) fn counting_bar(len: u64, unit: &str) -> Result<Counter> {
+    let bar = progress_bar(
         Some(len),
         &format!("{{msg}} [{{bar:40}}] {{pos}}/{{len}} {unit}, {{elapsed}} elapsed, ~{{eta}} left"),
-    )
+    )?;
+    Ok(Counter::new(bar, len, unit))
 }
 
 /// An experiment's progress on the terminal: a counting bar per stage, notes always, passing
@@ -81,16 +131,14 @@ pub(crate) fn counting_bar(len: u64, unit: &str) -> Result<ProgressBar> {
 /// far it has come instead of a bar (see [`LOG_EVERY`]).
 #[derive(Default)]
 pub(crate) struct Bars {
-    bar: std::sync::Mutex<Option<ProgressBar>>,
-    log: std::sync::Mutex<Option<StageLog>>,
+    stage: Mutex<Option<Counter>>,
     multi: Option<indicatif::MultiProgress>,
 }
 
 impl Bars {
     pub fn in_multi(multi: &indicatif::MultiProgress) -> Self {
         Bars {
-            bar: Default::default(),
-            log: Default::default(),
+            stage: Default::default(),
             multi: Some(multi.clone()),
         }
     }
@@ -104,38 +152,36 @@ impl Bars {
             _ => eprintln!("{line}"),
         }
     }
+
+    fn stage(&self) -> std::sync::MutexGuard<'_, Option<Counter>> {
+        self.stage.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl smtsched_experiments::run::Progress for Bars {
     fn begin(&self, label: &str, total: u64, unit: &str) {
-        let mut bar = counting_bar(total, unit).unwrap_or_else(|_| ProgressBar::hidden());
-        if let Some(m) = &self.multi {
-            bar = m.add(bar);
-        }
-        bar.set_message(label.to_string());
-        *self.bar.lock().unwrap_or_else(|p| p.into_inner()) = Some(bar);
-        if !std::io::stderr().is_terminal() {
-            *self.log.lock().unwrap_or_else(|p| p.into_inner()) =
-                Some(StageLog::new(label, total, unit, Instant::now()));
-        }
+        let stage = counting_bar(total, unit).unwrap_or_else(|_| {
+            Counter::new(ProgressBar::hidden(), total, unit)
+        });
+        let stage = match &self.multi {
+            Some(m) => Counter {
+                bar: m.add(stage.bar),
+                log: stage.log,
+            },
+            None => stage,
+        };
+        stage.set_message(label);
+        *self.stage() = Some(stage);
     }
     fn step(&self) {
-        if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            b.inc(1);
-        }
-        let line = match self.log.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            Some(log) => log.step_at(Instant::now()),
-            None => None,
-        };
-        if let Some(line) = line {
-            self.say(&line);
+        if let Some(stage) = self.stage().as_ref() {
+            stage.inc();
         }
     }
     fn end(&self) {
-        if let Some(b) = self.bar.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            b.finish_and_clear();
+        if let Some(stage) = self.stage().take() {
+            stage.finish_and_clear();
         }
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
     fn note(&self, line: &str) {
         self.say(line);
@@ -157,15 +203,15 @@ mod tests {
         let mut log = StageLog::new("thesis-asymmetry runs", 4, "runs", t0);
         let at = |s: u64| t0 + Duration::from_secs(s);
         // The first step, 30 s in: too soon.
-        assert_eq!(log.step_at(at(30)), None);
+        assert_eq!(log.advance_at(1, at(30)), None);
         // 90 s in, a minute after the stage began: due.
         assert_eq!(
-            log.step_at(at(90)).as_deref(),
+            log.advance_at(1, at(90)).as_deref(),
             Some("  thesis-asymmetry runs: 2/4 runs after 1.5 min")
         );
         // 120 s: only 30 s after the last line.
-        assert_eq!(log.step_at(at(120)), None);
+        assert_eq!(log.advance_at(1, at(120)), None);
         // The last step: the stage's end line says it.
-        assert_eq!(log.step_at(at(600)), None);
+        assert_eq!(log.advance_at(1, at(600)), None);
     }
 }

@@ -161,13 +161,13 @@ impl Plan for SweepPlan {
                 let done = kept.as_ref().map_or_else(Vec::new, Kept::done);
                 let bar = counting_bar(mine as u64, "jobs")?;
                 bar.set_message(sweep.id.name.clone());
-                bar.inc(done.len() as u64);
+                bar.inc_quietly(done.len() as u64);
                 let pool = rayon::ThreadPoolBuilder::new()
                     .num_threads(threads)
                     .build()
                     .context("cannot start worker threads")?;
                 let finished = |j: &JobResult| {
-                    bar.inc(1);
+                    bar.inc();
                     kept.as_ref()
                         .map_or(Ok(()), |k| k.keep(j))
                         .map_err(|e| format!("{e:#}"))

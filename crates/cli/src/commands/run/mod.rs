@@ -190,7 +190,7 @@ impl RunPlan {
             self.set.oracle_workloads().len()
         ));
         let step = || {
-            bar.inc(1);
+            bar.inc();
             bar.set_message("simulating (policies x repetitions)");
         };
         let (m, set) = (&self.machine, &self.set);

@@ -37,7 +37,7 @@ impl Plan for ModelPlan {
         let m = &self.machine;
         let bar = counting_bar(smtsched_experiments::windows::model_runs(), "runs")?;
         bar.set_message(format!("training windows on {}", m.name));
-        let model = smtsched_experiments::windows::fit_machine_model(m, &|| bar.inc(1))?;
+        let model = smtsched_experiments::windows::fit_machine_model(m, &|| bar.inc())?;
         bar.finish_and_clear();
         let text = format!(
             "# The PR estimator of the simulated {}, written by `smtsched train model`.\n{}",

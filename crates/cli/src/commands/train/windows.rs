@@ -213,7 +213,7 @@ impl Source {
                     .build()
                     .context("cannot start worker threads")?;
                 let rows =
-                    pool.install(|| simulate_windows(m, &refs(workloads), p, &|| bar.inc(1)))?;
+                    pool.install(|| simulate_windows(m, &refs(workloads), p, &|| bar.inc()))?;
                 bar.finish_and_clear();
                 Ok(WindowSet {
                     meta: simulated_meta(m, names, p),
