@@ -39,14 +39,15 @@ fn online_cpus() -> usize {
         .sum()
 }
 
-/// Short runs: every kernel run takes a millisecond or two.
+/// Short runs: every kernel run takes a millisecond or two. Three of each, so that one run
+/// hit by a descheduled vCPU does not move the median.
 const QUICK: &[&str] = &[
     "--work-scale",
     "0.01",
     "--solo-runs",
-    "2",
+    "3",
     "--timed-runs",
-    "2",
+    "3",
 ];
 
 #[test]
@@ -158,7 +159,7 @@ fn a_measured_matrix_is_a_valid_matrix_file() {
             .unwrap();
         assert_eq!(pair["side_a"]["cpu"], plan["cpu_a"]);
         assert_eq!(pair["side_b"]["cpu"], plan["cpu_b"]);
-        assert_eq!(pair["side_a"]["run_seconds"].as_array().unwrap().len(), 2);
+        assert_eq!(pair["side_a"]["run_seconds"].as_array().unwrap().len(), 3);
     }
 }
 
@@ -185,6 +186,45 @@ fn a_command_workload_is_measured() {
     assert!(m.settings["workload.spin"].contains("command: sh -c"));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("placement timeshare"));
+}
+
+#[test]
+fn a_ratio_no_co_runner_could_cause_is_refused_and_nothing_written() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    // The warm-up and both solo runs sleep 300 ms; every later run returns at once, so the
+    // paired runs are about a hundred times faster than the solo baseline.
+    let count = dir.path().join("runs");
+    let script = format!(
+        "slow=sh -c 'echo >> {c}; [ $(wc -l < {c}) -le 3 ] && sleep 0.3; true'",
+        c = count.display()
+    );
+    let args = [
+        "measure",
+        "pairs",
+        "--placement",
+        "timeshare",
+        "--command",
+        &script,
+        "-o",
+        "m.json",
+        "--solo-runs",
+        "2",
+        "--timed-runs",
+        "2",
+    ];
+    let o = smtsched(dir.path(), &args);
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    for want in [
+        "timeshare slow + slow",
+        "outside 0 to 10",
+        "nothing written",
+    ] {
+        assert!(stderr.contains(want), "{want:?} missing from {stderr}");
+    }
+    assert_eq!(files_in(dir.path()), BTreeSet::from(["runs".to_string()]));
 }
 
 #[test]

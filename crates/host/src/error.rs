@@ -34,6 +34,10 @@ pub enum HostError {
     /// A child process misbehaved (exited early, wrote something unexpected).
     #[error("{0}")]
     Child(String),
+    /// A measurement came out outside what its quantity can be (a performance ratio above
+    /// `MAX_PR`): timing noise swamped the runs, so nothing is written.
+    #[error("{0}")]
+    Unusable(String),
     /// Stopped by SIGINT or SIGTERM; every child was killed and reaped.
     #[error("interrupted by {signal}: stopped and reaped {children} child process(es); no output written")]
     Interrupted {

@@ -24,7 +24,9 @@ use crate::procgroup::{become_subreaper, reap_orphans, OrphanSweep};
 use crate::shutdown::Shutdown;
 use crate::topology::{SysfsTopology, Topology};
 use serde::Serialize;
-use smtsched_model::matrix::{PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT};
+use smtsched_model::matrix::{
+    PairRecord, Placement, PrMatrix, SoloRecord, MAX_PR, PR_MATRIX_FORMAT,
+};
 use smtsched_model::CpuSet;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -348,20 +350,20 @@ pub fn measure(
                     timed_runs(&sides, k).expect("loop ended when both sides had their runs");
                 let side_a = sides[0].finish(pc.cpu_a, &ta);
                 let side_b = sides[1].finish(pc.cpu_b, &tb);
-                let pr = |solo: &SoloResult, side: &SideResult| {
-                    solo.median_seconds / median(&side.run_seconds)
-                };
+                let label = format!("{} {} + {}", pc.placement, wa.name, wb.name);
+                let pr_a = plausible_pr(&label, &solo[a], &side_a)?;
+                let pr_b = plausible_pr(&label, &solo[b], &side_b)?;
                 pairs.push(PairResult {
                     placement: pc.placement,
                     a,
                     b,
-                    pr_a: pr(&solo[a], &side_a),
-                    pr_b: pr(&solo[b], &side_b),
+                    pr_a,
+                    pr_b,
                     side_a,
                     side_b,
                     delays_ms: delays,
                 });
-                progress.done(&format!("{} {} + {}", pc.placement, wa.name, wb.name));
+                progress.done(&label);
             }
         }
     }
@@ -376,6 +378,26 @@ pub fn measure(
         pairs,
         matrices,
     })
+}
+
+/// The side's performance ratio (solo median over paired median), or an error where it is
+/// above `MAX_PR`: no co-runner makes a program ten times faster than alone, so such a figure
+/// means one of the medians is not representative (a descheduled vCPU during runs of a
+/// millisecond, or a command whose runs differ).
+fn plausible_pr(pair: &str, solo: &SoloResult, side: &SideResult) -> Result<f64> {
+    let paired = median(&side.run_seconds);
+    let pr = solo.median_seconds / paired;
+    if pr.is_finite() && pr > 0.0 && pr <= MAX_PR {
+        return Ok(pr);
+    }
+    Err(HostError::Unusable(format!(
+        "{pair}: {} has a performance ratio of {pr:.2} (solo median {:.3} ms, paired median {:.3} ms), \
+         outside 0 to {MAX_PR}, so its solo and paired runs are not comparable (timing noise, or runs \
+         that differ from one another); nothing written; raise --work-scale, --solo-runs or --timed-runs",
+        solo.workload,
+        solo.median_seconds * 1e3,
+        paired * 1e3
+    )))
 }
 
 /// Sides that got clearly less CPU than their placement gives them (other processes were

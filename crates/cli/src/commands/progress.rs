@@ -84,7 +84,9 @@ impl Counter {
     /// One more done; off a terminal, the count is logged if a line is due.
     pub fn inc(&self) {
         self.bar.inc(1);
-        let line = self.log().and_then(|mut log| log.advance_at(1, Instant::now()));
+        let line = self
+            .log()
+            .and_then(|mut log| log.advance_at(1, Instant::now()));
         if let Some(line) = line {
             eprintln!("{line}");
         }
@@ -160,9 +162,8 @@ impl Bars {
 
 impl smtsched_experiments::run::Progress for Bars {
     fn begin(&self, label: &str, total: u64, unit: &str) {
-        let stage = counting_bar(total, unit).unwrap_or_else(|_| {
-            Counter::new(ProgressBar::hidden(), total, unit)
-        });
+        let stage = counting_bar(total, unit)
+            .unwrap_or_else(|_| Counter::new(ProgressBar::hidden(), total, unit));
         let stage = match &self.multi {
             Some(m) => Counter {
                 bar: m.add(stage.bar),
