@@ -864,8 +864,9 @@ fn the_simulator_and_the_agent_make_the_same_decisions() {
                 pairs.to_str().unwrap(),
                 "--topology",
                 topo.to_str().unwrap(),
+                // Twenty periods, of which ten are needed: a loaded machine overruns some.
                 "--duration",
-                "1.25",
+                "2",
                 "--state-dir",
                 d.join("state").to_str().unwrap(),
                 "--log",

@@ -154,7 +154,7 @@ fn counters_of_a_sleeping_command() {
             "--",
             "sh",
             "-c",
-            "sleep 0.05; sleep 0.05",
+            "sleep 0.25; sleep 0.25",
         ],
     ));
     let ev = v["events"].as_array().unwrap();
@@ -162,10 +162,10 @@ fn counters_of_a_sleeping_command() {
     assert!(get("task_clock_ns")["value"].as_f64().unwrap() > 0.0);
     // Two sleeps: at least two switches away from the CPU. Not many more: `perf stat -e
     // context-switches` counts 7 or 8 for this command here (the shell waiting for each sleep,
-    // the execs); smtsched, waiting for it in 10 ms naps, switches about ten times more, and
-    // those are not the command's (counted, they gave 19 to 22).
+    // the execs), a few more when other processes preempt it; smtsched, waiting for it in
+    // 10 ms naps through the 0.5 s, switches about fifty times, and those are not the command's.
     let switches = get("context_switches")["value"].as_f64().unwrap();
-    assert!((2.0..=12.0).contains(&switches), "{switches}");
+    assert!((2.0..=30.0).contains(&switches), "{switches}");
     // Instructions: a real count, or unsupported with no value — never an invented number.
     let ins = get("instructions");
     match ins["support"]["status"].as_str().unwrap() {

@@ -192,11 +192,11 @@ fn a_command_workload_is_measured() {
 fn a_ratio_no_co_runner_could_cause_is_refused_and_nothing_written() {
     let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
-    // The warm-up and both solo runs sleep 300 ms; every later run returns at once, so the
-    // paired runs are about a hundred times faster than the solo baseline.
+    // The warm-up and both solo runs sleep a second; every later run returns at once (a few
+    // milliseconds for the shell), so the paired runs are a hundred times faster than alone.
     let count = dir.path().join("runs");
     let script = format!(
-        "slow=sh -c 'echo >> {c}; [ $(wc -l < {c}) -le 3 ] && sleep 0.3; true'",
+        "slow=sh -c 'echo >> {c}; [ $(wc -l < {c}) -le 3 ] && sleep 1; true'",
         c = count.display()
     );
     let args = [
@@ -679,19 +679,16 @@ fn after_sigkill_the_next_start_restores_the_rr_slice() {
             "dense-fp",
             "--placement",
             "cores",
-            "--work-scale",
-            "0.01",
-            "--solo-runs",
-            "1",
-            "--timed-runs",
-            "1",
             "-o",
             "m2.json",
             "--state-dir",
             state.to_str().unwrap(),
-        ],
+        ]
+        .into_iter()
+        .chain(QUICK.iter().copied())
+        .collect::<Vec<_>>(),
     );
-    assert!(o.status.success());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("sched_rr_timeslice_ms") && err.contains("restored"),

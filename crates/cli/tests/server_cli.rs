@@ -282,7 +282,7 @@ fn ctrl_c_and_sigterm_stop_server_and_load_and_restore_the_steering() {
             wait_for_load(&before);
             assert_eq!(rps(), 0b10, "the softirq steered to CPU 1 during the run");
         } else {
-            std::thread::sleep(Duration::from_millis(30));
+            util::wait_for_signal_handlers(h.0.id());
         }
         let (status, err, _) = util::signal_and_wait(&mut h.0, sig);
         assert_eq!(status.code(), Some(1), "{err}");

@@ -442,7 +442,7 @@ fn import_from_a_pipe_that_never_ends_stops_on_sigint_and_sigterm_writing_nothin
             .unwrap();
         // Kept open until the end: `wait` would close it, and end of input is not the case.
         let _stdin = h.stdin.take();
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        util::wait_for_signal_handlers(h.id());
         let (status, err, took) = util::signal_and_wait(&mut h, sig);
         assert!(took.as_secs() < 5, "took {took:?}");
         assert_eq!(status.code(), Some(1), "{err}");

@@ -166,7 +166,8 @@ pub fn wait_for(root: u32, name: &str, n: usize) -> Vec<(u32, u64)> {
 }
 
 pub fn assert_all_gone(procs: &[(u32, u64)]) {
-    let deadline = Instant::now() + Duration::from_secs(3);
+    // A hang detector: generous, since a loaded machine reaps slowly.
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let left: Vec<&(u32, u64)> = procs.iter().filter(|(p, s)| exists(*p, *s)).collect();
         if left.is_empty() {
@@ -203,6 +204,30 @@ pub fn gone_within(marker: &str, limit: std::time::Duration) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     true
+}
+
+/// Waits until process `pid` catches SIGINT and SIGTERM (`SigCgt` in `/proc/PID/status`): a
+/// signal sent before its handlers are installed would kill it outright, a case no program can
+/// answer, however slowly a loaded machine starts it.
+pub fn wait_for_signal_handlers(pid: u32) {
+    let wanted = (1u64 << (libc::SIGINT - 1)) | (1u64 << (libc::SIGTERM - 1));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let caught = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigCgt:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+            .unwrap_or(0);
+        if caught & wanted == wanted {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} never installed its SIGINT and SIGTERM handlers"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// Sends `sig` to `child` and waits for it: its status, what it wrote to its (piped) standard
