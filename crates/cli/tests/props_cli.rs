@@ -106,6 +106,18 @@ fn check(dir: &Path, args: &[&str], file: &str, key: &str) {
         });
     }
     let mut child = cmd.spawn().unwrap();
+    // Drained while it runs: a child blocked on a full pipe would look like a hang.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                r.read_to_end(&mut buf).unwrap();
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|o| Box::new(o) as _));
+    let stderr = drain(child.stderr.take().map(|e| Box::new(e) as _));
     let started = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -118,11 +130,12 @@ fn check(dir: &Path, args: &[&str], file: &str, key: &str) {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let out_stdout = stdout.join().unwrap();
+    let out_stderr = stderr.join().unwrap();
+    let stderr = String::from_utf8_lossy(&out_stderr);
     match status.code() {
         Some(0) => {
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            let v: serde_json::Value = serde_json::from_slice(&out_stdout)
                 .unwrap_or_else(|e| panic!("{args:?} ({key}): not JSON: {e}"));
             // JSON cannot hold NaN or infinities: serde writes them as null.
             assert!(
