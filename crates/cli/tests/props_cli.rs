@@ -107,17 +107,8 @@ fn check(dir: &Path, args: &[&str], file: &str, key: &str) {
     }
     let mut child = cmd.spawn().unwrap();
     // Drained while it runs: a child blocked on a full pipe would look like a hang.
-    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                r.read_to_end(&mut buf).unwrap();
-            }
-            buf
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|o| Box::new(o) as _));
-    let stderr = drain(child.stderr.take().map(|e| Box::new(e) as _));
+    let stdout = drain(child.stdout.take().unwrap());
+    let stderr = drain(child.stderr.take().unwrap());
     let started = Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -154,6 +145,15 @@ fn check(dir: &Path, args: &[&str], file: &str, key: &str) {
         }
         other => panic!("{args:?} ({key}): exit {other:?} (a panic or a signal): {stderr}"),
     }
+}
+
+/// Reads `r` to its end on a thread of its own.
+fn drain(mut r: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        r.read_to_end(&mut buf).unwrap();
+        buf
+    })
 }
 
 /// Whether a result the program prints holds a null where a number must be: serde writes a

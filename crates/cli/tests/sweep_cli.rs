@@ -177,8 +177,8 @@ fn sigterm_as_the_results_are_put_in_place_leaves_them_and_no_journal() {
 fn a_second_run_writing_the_same_output_is_refused_while_the_first_runs() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    // Jobs of a few hundred milliseconds: the first run must still be running when it is stopped, however
-    // late a loaded machine lets this test see its journal.
+    // Jobs of a few hundred milliseconds: the first run must still be running when it is
+    // stopped, however late a loaded machine lets this test see its journal.
     let slow = PAIRS.replace(
         "measure_instructions = 50000",
         "measure_instructions = 500000",

@@ -9,7 +9,7 @@
 
 use crate::csv_table::CsvTable;
 use crate::error::EstimateError;
-use smtsched_model::matrix::MAX_PR;
+use smtsched_model::matrix::{is_performance_ratio, MAX_PR};
 use smtsched_os::estimate::{CounterEvent, Epc, Feature, Side};
 use smtsched_os::oracle::epc_of;
 use smtsched_uarch::ThreadCounters;
@@ -418,7 +418,7 @@ pub fn parse_csv(text: &str, file: &str) -> Result<WindowSet, EstimateError> {
             })
         };
         let pr = opt(7, true)?;
-        if !(pr > 0.0 && pr <= MAX_PR) {
+        if !(is_performance_ratio(pr) && pr > 0.0) {
             let c = idx[7].expect("checked");
             return Err(t.bad(
                 row,

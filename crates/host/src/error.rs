@@ -35,7 +35,7 @@ pub enum HostError {
     #[error("{0}")]
     Child(String),
     /// A measurement came out outside what its quantity can be (a performance ratio above
-    /// `MAX_PR`): timing noise swamped the runs, so nothing is written.
+    /// `MAX_PR`): timing noise, or runs that differ, make it no measurement; nothing is written.
     #[error("{0}")]
     Unusable(String),
     /// Stopped by SIGINT or SIGTERM; every child was killed and reaped.

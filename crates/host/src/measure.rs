@@ -25,7 +25,7 @@ use crate::shutdown::Shutdown;
 use crate::topology::{SysfsTopology, Topology};
 use serde::Serialize;
 use smtsched_model::matrix::{
-    PairRecord, Placement, PrMatrix, SoloRecord, MAX_PR, PR_MATRIX_FORMAT,
+    is_performance_ratio, PairRecord, Placement, PrMatrix, SoloRecord, MAX_PR, PR_MATRIX_FORMAT,
 };
 use smtsched_model::CpuSet;
 use std::collections::BTreeMap;
@@ -387,7 +387,7 @@ pub fn measure(
 fn plausible_pr(pair: &str, solo: &SoloResult, side: &SideResult) -> Result<f64> {
     let paired = median(&side.run_seconds);
     let pr = solo.median_seconds / paired;
-    if pr.is_finite() && pr > 0.0 && pr <= MAX_PR {
+    if is_performance_ratio(pr) && pr > 0.0 {
         return Ok(pr);
     }
     Err(HostError::Unusable(format!(

@@ -188,7 +188,7 @@ impl PrMatrix {
                 ));
             }
             for (k, v) in [("pr_a", p.pr_a), ("pr_b", p.pr_b)] {
-                if !(v.is_finite() && (0.0..=MAX_PR).contains(&v)) {
+                if !is_performance_ratio(v) {
                     return bad(format!(
                         "pairs[{i}].{k} = {v:?}: must be a ratio from 0 to {MAX_PR}"
                     ));
@@ -220,6 +220,11 @@ impl PrMatrix {
 /// The largest performance ratio a matrix may hold: a co-run rate ten times the solo rate is
 /// not a measurement of interference (PRs are at most about 1).
 pub const MAX_PR: f64 = 10.0;
+
+/// Whether `v` can stand in a matrix as a performance ratio: finite, from 0 to [`MAX_PR`].
+pub fn is_performance_ratio(v: f64) -> bool {
+    v.is_finite() && (0.0..=MAX_PR).contains(&v)
+}
 
 /// Converts named counters to the map stored in matrix files.
 pub fn counter_map<'a>(names: impl IntoIterator<Item = (&'a str, f64)>) -> BTreeMap<String, f64> {
