@@ -348,7 +348,7 @@ fn corun_threads_time_sharing_a_cpu_each_get_their_share() {
         "--cpus",
         "0,0,0",
         "--quantum-ms",
-        "5",
+        "2",
         "--json",
     ];
     let o = smtsched(dir.path(), &args);
@@ -366,10 +366,19 @@ fn corun_threads_time_sharing_a_cpu_each_get_their_share() {
     }
     assert!(v["system_speedup"].as_f64().unwrap() <= 1.01, "{v}");
     // Two threads on one CPU are measured as the time-shared matrix measures their pair
-    // (refill-only quanta, two rounds), bit for bit.
+    // (refill-only quanta, two rounds), bit for bit; 2 ms quanta keep the test short.
     let corun = smtsched(
         dir.path(),
-        &["corun", "gzip-like", "mcf-like", "--cpus", "2,2", "--json"],
+        &[
+            "corun",
+            "gzip-like",
+            "mcf-like",
+            "--cpus",
+            "2,2",
+            "--quantum-ms",
+            "2",
+            "--json",
+        ],
     );
     let matrix = smtsched(
         dir.path(),
@@ -379,6 +388,8 @@ fn corun_threads_time_sharing_a_cpu_each_get_their_share() {
             "gzip-like,mcf-like",
             "-p",
             "timeshare",
+            "--quantum-ms",
+            "2",
             "--json",
         ],
     );
@@ -411,6 +422,8 @@ fn corun_threads_time_sharing_a_cpu_each_get_their_share() {
         "art-like",
         "--cpus",
         "0,0,2",
+        "--quantum-ms",
+        "2",
         "--json",
     ];
     let full = [&mixed[..], &["--full-quanta"]].concat();
