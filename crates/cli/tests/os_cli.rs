@@ -49,31 +49,13 @@ fn run_bad_input_exits_two() {
     );
 }
 
-/// A matrix of `workloads` (a list) over short windows, written to `m.json` in `d`: an oracle
-/// for `run --oracle measured:m.json` that costs a fraction of a second.
-fn small_matrix(d: &Path, workloads: &str) {
-    let args = [
-        "matrix",
-        "-w",
-        workloads,
-        "--instructions",
-        "60000",
-        "--warmup",
-        "30000",
-        "-o",
-        "m.json",
-    ];
-    let o = smtsched(d, &args);
-    assert!(o.status.success(), "{}", util::stderr(&o));
-}
-
 #[test]
 fn a_matrix_file_drives_the_os_simulator() {
     // The format `smtsched matrix -o` writes (and `measure pairs` writes on a real machine) is an
     // oracle for `smtsched run`.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    small_matrix(d, "gzip-like,mcf-like,mesa-like");
+    util::small_matrix(d, "gzip-like,mcf-like,mesa-like", &["-o", "m.json"]);
     let o = smtsched(
         d,
         &[
@@ -968,7 +950,7 @@ fn an_experiments_tasks_run_under_run() {
         .collect();
     // A small matrix of the set's programs is the oracle: what is checked is which tasks run
     // where, not the simulated oracle's sampling (other tests), which took a minute here.
-    small_matrix(d, &workloads.join(","));
+    util::small_matrix(d, &workloads.join(","), &["-o", "m.json"]);
     let file = file.display().to_string();
     let base = [
         "run",

@@ -7,25 +7,7 @@ use util::{assert_bad_input, json, smtsched, stdout};
 use std::path::Path;
 
 fn small_matrix(d: &Path, machine: &str, workloads: &str, out: &str, svg: &str) {
-    let o = smtsched(
-        d,
-        &[
-            "matrix",
-            "-m",
-            machine,
-            "-w",
-            workloads,
-            "--instructions",
-            "60000",
-            "--warmup",
-            "30000",
-            "-o",
-            out,
-            "--svg",
-            svg,
-        ],
-    );
-    assert!(o.status.success(), "{}", util::stderr(&o));
+    util::small_matrix(d, workloads, &["-m", machine, "-o", out, "--svg", svg]);
 }
 
 fn read(d: &Path, f: &str) -> String {

@@ -7,6 +7,23 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// `smtsched matrix` of `workloads` (a list) over 60,000-instruction windows after 30,000, with
+/// `extra` arguments (where to write it): a matrix file in a fraction of a second.
+pub fn small_matrix(d: &Path, workloads: &str, extra: &[&str]) {
+    let mut args = vec![
+        "matrix",
+        "-w",
+        workloads,
+        "--instructions",
+        "60000",
+        "--warmup",
+        "30000",
+    ];
+    args.extend(extra);
+    let o = smtsched(d, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// A port free on 127.0.0.1 now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
