@@ -6,7 +6,8 @@ use util::{assert_bad_input, json, smtsched, stdout};
 
 use std::path::Path;
 
-fn small_matrix(d: &Path, machine: &str, workloads: &str, out: &str, svg: &str) {
+/// A small matrix of `workloads` on `machine`, written to `out` with its heatmap in `svg`.
+fn matrix_and_svg(d: &Path, machine: &str, workloads: &str, out: &str, svg: &str) {
     util::small_matrix(d, workloads, &["-m", machine, "-o", out, "--svg", svg]);
 }
 
@@ -47,7 +48,7 @@ fn cell(m: &serde_json::Value, subject: &str, background: &str) -> f64 {
 fn a_saved_matrix_and_timeline_draw_as_they_did_when_computed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    small_matrix(
+    matrix_and_svg(
         d,
         "northwood",
         "gzip-like,mcf-like,mesa-like",
@@ -129,14 +130,14 @@ fn a_saved_matrix_and_timeline_draw_as_they_did_when_computed() {
 fn diff_gives_b_minus_a_for_every_shared_cell() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    small_matrix(
+    matrix_and_svg(
         d,
         "northwood",
         "gzip-like,mcf-like,mesa-like",
         "a.json",
         "a.svg",
     );
-    small_matrix(
+    matrix_and_svg(
         d,
         "prescott",
         "mesa-like,mcf-like,swim-like",
@@ -172,7 +173,7 @@ fn diff_gives_b_minus_a_for_every_shared_cell() {
         "{text}"
     );
     // Nothing in common: refused, naming both files.
-    small_matrix(d, "northwood", "art-like", "c.json", "c.svg");
+    matrix_and_svg(d, "northwood", "art-like", "c.json", "c.svg");
     assert_bad_input(
         &smtsched(d, &["diff", "a.json", "c.json"]),
         &["a.json", "c.json", "no workload in common"],
