@@ -109,15 +109,15 @@ pub struct PlotArgs {
     /// Write the SVG here (default: standard output).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// A timeline: the seconds drawn from the start of the measured window.
+    /// A timeline: the seconds drawn from the start of the measured window [default: 2] (not
+    /// for a matrix).
     #[arg(
         long = "timeline-seconds",
         alias = "seconds",
-        default_value_t = 2.0,
         value_name = "TIMELINE_SECONDS",
         value_parser = positive_seconds
     )]
-    pub timeline_seconds: f64,
+    pub timeline_seconds: Option<f64>,
 }
 
 #[derive(Args, Debug)]
@@ -160,6 +160,10 @@ pub struct ListShow {
 #[derive(Subcommand, Debug)]
 pub enum ShowAction {
     /// Show one description (a preset name or a TOML file), with overrides applied.
+    ///
+    /// Example: smtsched machines show northwood --set cache.L2.size_bytes=1048576
+    ///
+    /// Example: smtsched workloads show workloads/spec2000/mcf-like.toml --set name=mcf-variant
     Show {
         name: String,
         /// Override a field before use: KEY=VALUE with a dotted key of the description shown,
@@ -394,8 +398,9 @@ pub struct RunArgs {
     /// Write that timeline as an SVG (the first `--timeline-seconds` seconds).
     #[arg(long, value_name = "FILE")]
     pub timeline_svg: Option<std::path::PathBuf>,
-    #[arg(long, default_value_t = 2.0, value_parser = positive_seconds)]
-    pub timeline_seconds: f64,
+    /// Seconds of the timeline the SVG draws [default: 2] (only with --timeline-svg).
+    #[arg(long, value_parser = positive_seconds)]
+    pub timeline_seconds: Option<f64>,
     /// Write that schedule as a Perfetto trace (Chrome trace-event JSON: a track per CPU, a
     /// slice per task run, a counter track per task's PR estimates; open in ui.perfetto.dev).
     #[arg(long, value_name = "FILE")]
@@ -539,4 +544,50 @@ pub struct MatrixOutputArgs {
     /// Write an SVG heatmap in the style of thesis Fig. 3.3.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::{CommandFactory, Parser};
+
+    /// Every command and subcommand's help has an example (hidden ones are the program's own
+    /// helpers), and each example that is one plain command line (no pipe, redirection or
+    /// quoting) is one this parser takes.
+    #[test]
+    fn every_command_has_an_example_that_parses() {
+        fn walk(cmd: &mut clap::Command, path: &str, missing: &mut Vec<String>) {
+            let help = cmd.render_long_help().to_string();
+            let examples: Vec<&str> = help
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("Example: "))
+                .collect();
+            if examples.is_empty() {
+                missing.push(path.to_string());
+            }
+            for example in examples {
+                if example.contains(['|', '>', '\'', '"']) {
+                    continue;
+                }
+                for line in example.split(" && ") {
+                    let words: Vec<&str> = line.split_whitespace().collect();
+                    if let Err(e) = Cli::try_parse_from(&words) {
+                        panic!("{path}: example {line:?} does not parse: {e}");
+                    }
+                }
+            }
+            let shown = |s: &&mut clap::Command| s.get_name() != "help" && !s.is_hide_set();
+            for sub in cmd.get_subcommands_mut().filter(shown) {
+                let name = format!("{path} {}", sub.get_name());
+                walk(sub, &name, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        let mut cli = Cli::command();
+        for sub in cli.get_subcommands_mut().filter(|s| s.get_name() != "help") {
+            let name = sub.get_name().to_string();
+            walk(sub, &name, &mut missing);
+        }
+        assert!(missing.is_empty(), "no example in the help of: {missing:?}");
+    }
 }

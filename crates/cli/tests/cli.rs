@@ -90,6 +90,16 @@ fn bad_input_gets_one_line_and_exit_code_two() {
         &smtsched(d, &["solo", "gzip-like", "--set", "cache.L1D.ways=0"]),
         &["machines/northwood.toml", "cache.L1D.ways", "= 0"],
     );
+    // A name headers and files show must be one there: an empty one (or one with a newline) is
+    // refused, a machine's and a workload's alike.
+    assert_bad_input(
+        &smtsched(d, &["solo", "gzip-like", "--set", "name="]),
+        &["machines/northwood.toml", "name = \"\"", "visible name"],
+    );
+    assert_bad_input(
+        &smtsched(d, &["workloads", "show", "mcf-like", "--set", "name=a\nb"]),
+        &["mcf-like", "name = \"a\\nb\"", "visible name"],
+    );
     assert_bad_input(
         &smtsched(
             d,

@@ -314,3 +314,117 @@ fn an_output_where_no_file_can_be_made_is_refused_before_the_work_even_for_root(
     let why = "cannot make a file in /proc to write it";
     refused_at_once(dir.path(), &args, Duration::from_secs(10), &[&says, why]);
 }
+
+/// No output replaces a file the command reads, whichever option names it and whichever loader
+/// reads it (a machine file, a workload file, a recorded trace and its timing profile, a counter
+/// model, an experiment's machine file): one line naming both, exit 2, and the file unchanged.
+#[test]
+fn no_output_replaces_a_file_the_command_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let copy = |from: &str, to: &str| std::fs::copy(repo.join(from), d.join(to)).unwrap();
+    copy("machines/northwood.toml", "nw.toml");
+    copy("workloads/spec2000/gzip-like.toml", "gz.toml");
+    copy("models/northwood.toml", "model.toml");
+    let desktop = std::fs::read_to_string(repo.join("experiments/thesis-desktop.toml")).unwrap();
+    let mine = desktop.replace("machine = \"northwood\"", "machine = \"nw.toml\"");
+    assert_ne!(mine, desktop, "the experiment names its machine");
+    std::fs::write(d.join("exp.toml"), mine).unwrap();
+    // A trace of 3 instructions, imported from a lackey log.
+    let log = "I  00401000,4\n L 00600000,8\nI  00401004,3\nI  00401007,2\n";
+    std::fs::write(d.join("t.log"), log).unwrap();
+    let o = smtsched(d, &["trace", "import", "t.log", "-o", "t.smtt"]);
+    assert!(o.status.success(), "{}", util::stderr(&o));
+    let files = ["nw.toml", "gz.toml", "model.toml", "exp.toml", "t.smtt"];
+    let before: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(d.join(f)).unwrap())
+        .collect();
+    let short = ["--instructions", "1000", "--warmup", "100"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            [
+                &["matrix", "-w", "gzip-like", "-m", "nw.toml"],
+                &short[..],
+                &["-o", "nw.toml"],
+            ]
+            .concat(),
+            "nw.toml",
+        ),
+        (
+            [
+                &["matrix", "-w", "gz.toml"],
+                &short[..],
+                &["--csv", "gz.toml"],
+            ]
+            .concat(),
+            "gz.toml",
+        ),
+        (
+            [
+                &["matrix", "-w", "t.smtt"],
+                &short[..],
+                &["--svg", "t.smtt"],
+            ]
+            .concat(),
+            "t.smtt",
+        ),
+        (
+            [
+                &["matrix", "-w", "t.smtt@gz.toml"],
+                &short[..],
+                &["--svg", "gz.toml"],
+            ]
+            .concat(),
+            "gz.toml",
+        ),
+        (
+            vec![
+                "run",
+                "-t",
+                "gzip-like",
+                "-m",
+                "nw.toml",
+                "-p",
+                "naive",
+                "--duration",
+                "12",
+                "--timeline",
+                "nw.toml",
+            ],
+            "nw.toml",
+        ),
+        (
+            vec![
+                "run",
+                "-t",
+                "gzip-like,mcf-like",
+                "-p",
+                "naive",
+                "--duration",
+                "12",
+                "--estimator",
+                "model.toml",
+                "--csv",
+                "model.toml",
+            ],
+            "model.toml",
+        ),
+        (
+            vec![
+                "trace", "profile", "t.smtt", "--timing", "gz.toml", "-o", "gz.toml",
+            ],
+            "gz.toml",
+        ),
+        (vec!["reproduce", "exp.toml", "-o", "nw.toml"], "nw.toml"),
+    ];
+    for (args, file) in cases {
+        let o = smtsched(d, &args);
+        let says = format!("{file}: would replace this command's input {file}");
+        assert_bad_input(&o, &[&says]);
+    }
+    for (f, b) in files.iter().zip(&before) {
+        assert_eq!(&std::fs::read(d.join(f)).unwrap(), b, "{f} unchanged");
+    }
+}

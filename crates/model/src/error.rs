@@ -62,6 +62,20 @@ pub enum ModelError {
 }
 
 impl ModelError {
+    /// A description's `name` as tables, headers and files show it: not empty, and one line of
+    /// visible text (no control character).
+    pub(crate) fn check_name(origin: &Origin, name: &str) -> Result<(), Self> {
+        if name.trim().is_empty() || name.chars().any(char::is_control) {
+            return Err(ModelError::invalid(
+                origin,
+                "name",
+                format!("{name:?}"),
+                "must be a visible name (not empty, no control characters)",
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn invalid(
         origin: &Origin,
         field: impl Into<String>,

@@ -295,6 +295,7 @@ impl MachineModel {
 
     /// Checks everything serde cannot: positive sizes, power-of-two geometry, a complete hierarchy.
     pub fn validate(&self, origin: &Origin) -> Result<(), ModelError> {
+        ModelError::check_name(origin, &self.name)?;
         let bad = |field: &str, value: &dyn std::fmt::Display, reason: &str| {
             Err(ModelError::invalid(origin, field, value, reason))
         };

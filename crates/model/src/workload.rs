@@ -265,6 +265,7 @@ pub enum AccessPattern {
 
 impl WorkloadProfile {
     pub fn validate(&self, origin: &Origin) -> Result<(), ModelError> {
+        ModelError::check_name(origin, &self.name)?;
         if self.phase.is_empty() {
             return Err(ModelError::invalid(
                 origin,

@@ -410,6 +410,9 @@ pub fn segments(
 
 /// The `format` of a timeline file.
 pub const TIMELINE_FORMAT: &str = "smtsched-timeline/1";
+/// Seconds of a timeline its SVG draws unless told otherwise: a few 100 ms decision periods and
+/// hundreds of 10 ms ticks, still readable at a glance.
+pub const TIMELINE_SVG_SECONDS: f64 = 2.0;
 
 /// A run's schedule as `run --timeline` writes it and `plot` draws it again: every context
 /// switch, with what is needed to draw them (the CPUs, the clock, the window measured).

@@ -2,7 +2,8 @@
 //! predicted against simulated miss ratios on any machine, and the balance-set group search.
 
 use super::plan::Plan;
-use super::{machine, out, refs, spinner, thread_cpus, workload, workload_names, workloads};
+use super::workloads;
+use super::{machine, note_named_file, out, refs, spinner, thread_cpus, workload, workload_names};
 use crate::errors::bad_input;
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -320,6 +321,7 @@ fn schedule(
     machine(&opts.machine, &opts.set)?;
     for w in &spec.workloads {
         load_workload(w, &[])?;
+        note_named_file(w, smtsched_model::WORKLOAD_PRESETS)?;
     }
     Ok(CachemodelPlan::Schedule {
         spec,

@@ -1,19 +1,24 @@
 //! What plans load from the user's names: machines, workloads, the measurement protocol and
 //! the CPUs threads run on, each refused in one line (exit 2) when it cannot be.
 
+use super::output::note_inputs;
 use crate::args::{SimArgs, TimeshareArgs};
 use crate::errors::bad_input;
 use anyhow::Result;
-use smtsched_model::{expand_workload_list, load_machine, load_workload};
+use smtsched_model::{expand_workload_list, load_machine, load_workload, Preset};
 use smtsched_model::{CpuSequence, MachineModel, Override, Placement};
+use smtsched_model::{MACHINE_PRESETS, WORKLOAD_PRESETS};
 use smtsched_uarch::protocol::{
     quantum_cycles, DEFAULT_TIMESHARE_ROUNDS, MAX_THREAD_INSTRUCTIONS, MAX_TIMESHARE_ROUNDS,
     QUANTUM_MS,
 };
 use smtsched_uarch::{Protocol, Workload};
+use std::path::Path;
 
 pub(crate) fn machine(name: &str, set: &[Override]) -> Result<MachineModel> {
-    Ok(load_machine(name, set)?)
+    let m = load_machine(name, set)?;
+    note_named_file(name, MACHINE_PRESETS)?;
+    Ok(m)
 }
 
 /// A workload by preset name or file.
@@ -21,9 +26,26 @@ pub(crate) fn workload(name: &str) -> Result<Box<dyn Workload>> {
     // A recorded trace (`FILE` or `FILE@PROFILE`, told apart by the file's signature) replays
     // wherever a profile runs.
     if let Some(trace) = smtsched_trace::replay::load_trace_workload(name)? {
+        let (file, profile) =
+            smtsched_trace::replay::trace_spec(name).expect("a trace workload has a trace spec");
+        note_inputs([Path::new(file)])?;
+        if let Some(p) = profile {
+            note_named_file(p, WORKLOAD_PRESETS)?;
+        }
         return Ok(Box::new(trace));
     }
-    Ok(Box::new(load_workload(name, &[])?))
+    let w = load_workload(name, &[])?;
+    note_named_file(name, WORKLOAD_PRESETS)?;
+    Ok(Box::new(w))
+}
+
+/// Notes `name` as an input file of the command unless it names a preset (which a loader looks
+/// up first): an output may not replace it.
+pub(crate) fn note_named_file(name: &str, presets: &[Preset]) -> Result<()> {
+    match presets.iter().any(|p| p.name == name) {
+        true => Ok(()),
+        false => note_inputs([Path::new(name)]),
+    }
 }
 
 /// Workloads by preset name or file, in order.
@@ -147,13 +169,21 @@ pub(crate) fn estimator(
     spec: &smtsched_os::EstimatorSpec,
     machine: Option<&MachineModel>,
 ) -> Result<smtsched_os::sim::Estimator> {
-    smtsched_os::sim::Estimator::from_spec(spec, machine)
-        .map_err(|e| bad_input(format!("--estimator {e}")))
+    let e = smtsched_os::sim::Estimator::from_spec(spec, machine)
+        .map_err(|e| bad_input(format!("--estimator {e}")))?;
+    use smtsched_os::EstimatorSpec::{Matrix, Model};
+    if let Matrix(file) | Model(file) = spec {
+        note_inputs([file.as_path()])?;
+    }
+    Ok(e)
 }
 
 /// A counter model file (JSON or TOML, as `train fit` writes it).
 pub(crate) fn linear_model(file: &std::path::Path) -> Result<smtsched_os::LinearModel> {
-    smtsched_os::LinearModel::load(file).map_err(|e| bad_input(format!("--estimator {e}")))
+    let model =
+        smtsched_os::LinearModel::load(file).map_err(|e| bad_input(format!("--estimator {e}")))?;
+    note_inputs([file])?;
+    Ok(model)
 }
 
 /// Simulated time an OS run lasts, at most (time stays bounded).

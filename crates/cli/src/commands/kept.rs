@@ -217,15 +217,28 @@ pub(crate) fn inputs_fingerprint<T: Serialize>(loaded: &T) -> Result<String> {
     let value = serde_json::to_value(loaded)?;
     let mut h = DefaultHasher::new();
     h.write(value.to_string().as_bytes());
-    let mut named = Vec::new();
-    strings_in(&value, &mut named);
-    named.sort_unstable();
-    named.dedup();
-    for name in named.into_iter().filter(|n| Path::new(n).is_file()) {
-        h.write(name.as_bytes());
-        hash_file(Path::new(name), &mut h)?;
+    for name in files_named_in(&value) {
+        h.write(name.as_os_str().as_encoded_bytes());
+        hash_file(&name, &mut h)?;
     }
     Ok(format!("{:016x}", h.finish()))
+}
+
+/// Every file a string in `loaded` (serialized) names, sorted: what a run of it reads.
+pub(crate) fn named_files<T: Serialize>(loaded: &T) -> Result<Vec<PathBuf>> {
+    Ok(files_named_in(&serde_json::to_value(loaded)?))
+}
+
+fn files_named_in(value: &serde_json::Value) -> Vec<PathBuf> {
+    let mut named = Vec::new();
+    strings_in(value, &mut named);
+    named.sort_unstable();
+    named.dedup();
+    named
+        .into_iter()
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// Every string in `v`, in order.

@@ -31,7 +31,7 @@ pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>
             )));
         }
     }
-    for p in paths {
+    for &p in &paths {
         if p.as_os_str().as_encoded_bytes().ends_with(b"/") {
             return Err(bad_input(format!(
                 "{}: names a directory (it ends in /), not a file",
@@ -63,18 +63,54 @@ pub(crate) fn check_outputs<'a>(paths: impl IntoIterator<Item = Option<&'a Path>
             made_beside(p, &what)?;
         }
     }
-    Ok(())
+    note_outputs(&paths)
 }
 
 /// Checks, before any work, that no output file is one of the command's `inputs`: it would be
-/// replaced by what was made from it.
+/// replaced by what was made from it. The inputs are noted too (see [`note_inputs`]).
 pub(crate) fn check_inputs_kept<'a>(
     inputs: &[&Path],
     outputs: impl IntoIterator<Item = Option<&'a Path>>,
 ) -> Result<()> {
+    note_inputs(inputs.iter().copied())?;
+    let outputs: Vec<&Path> = outputs.into_iter().flatten().collect();
+    refuse_replacing(inputs, &outputs)
+}
+
+thread_local! {
+    /// The files this command's plan has read and the outputs it has checked so far (plans are
+    /// made on the main thread), so that an output never replaces an input, whichever of the two
+    /// was named first and whichever loader read the input (a machine or workload file, a trace,
+    /// a timing profile).
+    static NAMED: std::cell::RefCell<(Vec<PathBuf>, Vec<PathBuf>)> = Default::default();
+}
+
+/// Notes files the command reads (those that are not regular files, such as `-` for standard
+/// input, are not replaced by an output) and refuses one an output already checked names.
+pub(crate) fn note_inputs<'a>(inputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    let inputs: Vec<&Path> = inputs.into_iter().filter(|p| p.is_file()).collect();
+    NAMED.with_borrow_mut(|(read, written)| {
+        let written: Vec<&Path> = written.iter().map(PathBuf::as_path).collect();
+        refuse_replacing(&inputs, &written)?;
+        read.extend(inputs.iter().map(|p| p.to_path_buf()));
+        Ok(())
+    })
+}
+
+/// Refuses outputs that an input already noted names, and notes them for inputs read later.
+fn note_outputs(outputs: &[&Path]) -> Result<()> {
+    NAMED.with_borrow_mut(|(read, written)| {
+        let read: Vec<&Path> = read.iter().map(PathBuf::as_path).collect();
+        refuse_replacing(&read, outputs)?;
+        written.extend(outputs.iter().map(|p| p.to_path_buf()));
+        Ok(())
+    })
+}
+
+fn refuse_replacing(inputs: &[&Path], outputs: &[&Path]) -> Result<()> {
     // `-` reads standard input, not a file of that name.
     let files: Vec<&&Path> = inputs.iter().filter(|i| i.as_os_str() != "-").collect();
-    for out in outputs.into_iter().flatten() {
+    for out in outputs {
         if let Some(input) = files.iter().find(|i| same_file(i, out)) {
             return Err(bad_input(format!(
                 "{}: would replace this command's input {}; write the output elsewhere",

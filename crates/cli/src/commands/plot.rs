@@ -7,7 +7,7 @@ use crate::args::{DiffArgs, PlotArgs};
 use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::{PrMatrix, PR_MATRIX_FORMAT};
-use smtsched_os::runs::{TimelineFile, TIMELINE_FORMAT};
+use smtsched_os::runs::{TimelineFile, TIMELINE_FORMAT, TIMELINE_SVG_SECONDS};
 use std::path::{Path, PathBuf};
 
 /// What a saved file holds.
@@ -48,7 +48,7 @@ impl Plan for PlotPlan {
 }
 
 /// A matrix or timeline file, told apart by its `format`.
-fn read_drawing(path: &Path, timeline_seconds: f64) -> Result<Drawing> {
+fn read_drawing(path: &Path, timeline_seconds: Option<f64>) -> Result<Drawing> {
     let file = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| bad_input(format!("{file}: {e}")))?;
     let format = serde_json::from_str::<serde_json::Value>(&text)
@@ -59,6 +59,12 @@ fn read_drawing(path: &Path, timeline_seconds: f64) -> Result<Drawing> {
         Some(PR_MATRIX_FORMAT) => {
             let m = PrMatrix::from_json(&text, &file.to_string())
                 .map_err(|e| bad_input(e.to_string()))?;
+            if let Some(s) = timeline_seconds {
+                return Err(bad_input(format!(
+                    "--timeline-seconds {s}: {file} is a matrix, not a timeline (it would change \
+                     nothing)"
+                )));
+            }
             Ok(Drawing::Matrix(m))
         }
         Some(TIMELINE_FORMAT) => {
@@ -66,7 +72,8 @@ fn read_drawing(path: &Path, timeline_seconds: f64) -> Result<Drawing> {
                 .map_err(|e| bad_input(format!("{file}: not a timeline file: {e}")))?;
             t.check()
                 .map_err(|why| bad_input(format!("{file}: {why}")))?;
-            Ok(Drawing::Timeline(Box::new(t), timeline_seconds))
+            let seconds = timeline_seconds.unwrap_or(TIMELINE_SVG_SECONDS);
+            Ok(Drawing::Timeline(Box::new(t), seconds))
         }
         other => Err(bad_input(format!(
             "{file}: format = {}: expected a PR matrix ({PR_MATRIX_FORMAT}, from matrix -o or \

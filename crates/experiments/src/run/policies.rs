@@ -121,6 +121,12 @@ pub(super) fn check(e: &Experiment, m: &MachineModel, o: &RunOptions) -> Result<
         Some(list) => (list, "--policies"),
         None => (&e.policies, "policies"),
     };
+    if let Some((_, p)) = smtsched_model::first_repeat(run) {
+        return Err(RunError::Bad(format!(
+            "{whose}: {:?} is named twice (each policy runs once)",
+            p.to_string()
+        )));
+    }
     for (i, c) in e.paper.claims.iter().enumerate() {
         let named = [
             ("higher", c.higher),

@@ -3,6 +3,7 @@
 mod all;
 mod report;
 
+use super::kept::named_files;
 use super::plan::Plan;
 use super::{
     check_inputs_kept, check_outputs, check_time, out, write_file, Bars, MAX_SIMULATED_SECONDS,
@@ -60,10 +61,10 @@ impl Plan for ReproducePlan {
         }
         check(&experiment, &options).with_context(|| name.to_string())?;
         check_outputs([a.output.as_deref()])?;
-        // An experiment named by its file: the output must not replace it.
-        if Path::new(name).is_file() {
-            check_inputs_kept(&[Path::new(name)], [a.output.as_deref()])?;
-        }
+        // The output must not replace the experiment's file or a file it names.
+        let named = named_files(&experiment)?;
+        let inputs = named.iter().map(PathBuf::as_path).chain([Path::new(name)]);
+        check_inputs_kept(&inputs.collect::<Vec<_>>(), [a.output.as_deref()])?;
         Ok(ReproducePlan::One {
             experiment,
             options,

@@ -2,10 +2,11 @@
 //! Perfetto trace, the decisions) and about every run (per-task CSV).
 
 use super::super::{check_inputs_kept, check_outputs, write_files};
+use crate::errors::bad_input;
 use anyhow::Result;
 use smtsched_model::MachineModel;
 use smtsched_os::policy::DecisionRecord;
-use smtsched_os::runs::{perfetto_of, PolicyRuns, TimelineFile};
+use smtsched_os::runs::{perfetto_of, PolicyRuns, TimelineFile, TIMELINE_SVG_SECONDS};
 use std::path::{Path, PathBuf};
 
 /// Where each file goes (none: not written); checked before the run.
@@ -14,7 +15,7 @@ pub struct RunFiles {
     pub timeline: Option<PathBuf>,
     pub timeline_svg: Option<PathBuf>,
     /// Seconds the timeline SVG shows.
-    pub timeline_seconds: f64,
+    pub timeline_seconds: Option<f64>,
     pub trace: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub decisions: Option<PathBuf>,
@@ -31,6 +32,12 @@ impl RunFiles {
             self.csv.as_deref(),
             self.decisions.as_deref(),
         ];
+        if let (Some(s), None) = (self.timeline_seconds, &self.timeline_svg) {
+            return Err(bad_input(format!(
+                "--timeline-seconds {s}: applies to --timeline-svg, which is not given (it \
+                 would change nothing)"
+            )));
+        }
         check_outputs(outputs)?;
         check_inputs_kept(inputs, outputs)
     }
@@ -52,7 +59,7 @@ impl RunFiles {
         }
         if let Some(p) = &self.timeline_svg {
             let svg = timeline
-                .svg(self.timeline_seconds)
+                .svg(self.timeline_seconds.unwrap_or(TIMELINE_SVG_SECONDS))
                 .map_err(anyhow::Error::msg)?;
             files.push((p, svg.into_bytes()));
         }

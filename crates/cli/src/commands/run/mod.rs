@@ -62,6 +62,12 @@ impl Plan for RunPlan {
     fn from_args(a: RunArgs) -> Result<Self> {
         let m = a.machine.load()?;
         check_times(&a)?;
+        if let Some((_, p)) = smtsched_model::first_repeat(&a.policies) {
+            return Err(bad_input(format!(
+                "--policies: {:?} is named twice (each policy runs once)",
+                p.to_string()
+            )));
+        }
         let Tasks {
             mut set,
             cpus: experiment_cpus,

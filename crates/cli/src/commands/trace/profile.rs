@@ -1,7 +1,7 @@
 //! `trace profile`: a synthetic workload profile derived from a trace, and how closely its miss
 //! ratios follow the trace's.
 
-use super::super::{check_inputs_kept, check_outputs, json_out, out, write_file};
+use super::super::{check_inputs_kept, check_outputs, json_out, note_named_file, out, write_file};
 use anyhow::Result;
 use smtsched_report::Table;
 use smtsched_trace::replay::ReplayTiming;
@@ -27,7 +27,11 @@ impl ProfilePlan {
     ) -> Result<Self> {
         let trace = TraceFile::open(&file)?;
         let timing = match timing {
-            Some(p) => ReplayTiming::from_profile(&smtsched_model::load_workload(&p, &[])?),
+            Some(p) => {
+                let profile = smtsched_model::load_workload(&p, &[])?;
+                note_named_file(&p, smtsched_model::WORKLOAD_PRESETS)?;
+                ReplayTiming::from_profile(&profile)
+            }
             None => ReplayTiming::defaults(),
         };
         check_outputs([Some(output.as_path())])?;
