@@ -181,7 +181,7 @@ fn split_onto_free_cores(
         };
         let last = groups[i]
             .iter()
-            .rposition(|k| runnable(k))
+            .rposition(runnable)
             .expect("the group has runnable members");
         let alone = groups[i].remove(last);
         groups.insert(i + 1, vec![alone]);
