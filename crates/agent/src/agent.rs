@@ -10,6 +10,7 @@ use crate::sample::{self, Sampled};
 use crate::state::{self, CgroupRecord, RestoreReport, StateStore, ThreadRecord};
 use crate::targets::{self, Root, Targets};
 use smtsched_host::cgroup::{CgroupVersion, CpuController};
+use smtsched_host::leftovers::GroupRecord;
 use smtsched_host::perf::Event;
 use smtsched_host::{affinity, Shutdown};
 use smtsched_model::topology::Topology;
@@ -337,8 +338,20 @@ impl Agent {
         for l in agent.cfg.targets.launch.clone() {
             match targets::launch(&l) {
                 Ok((child, root)) => {
+                    agent.state.state.groups.push(GroupRecord {
+                        what: format!("launched command {}", l.argv.join(" ")),
+                        pgid: root.pid,
+                        leader_start_time: root.start_time,
+                    });
                     agent.children.push(child);
                     agent.roots.push(root);
+                    // Saved before anything else is done: a SIGKILL from now on leaves the group
+                    // for `restore` to stop.
+                    if let Err(e) = agent.state.save() {
+                        agent.stop_children(libc::SIGTERM);
+                        agent.finish();
+                        return Err(AgentError::os("writing the state file", e));
+                    }
                 }
                 Err(e) => {
                     agent.stop_children(libc::SIGTERM);
@@ -405,13 +418,13 @@ impl Agent {
                 break r;
             }
         };
-        // Launched commands end with the agent (as under `timeout`), unless they ended it.
-        if !matches!(reason, StopReason::CommandsExited { .. }) {
-            self.stop_children(libc::SIGTERM);
-        }
+        // The shares are over the time the threads were managed, not the wait below.
         let wall_s = self.started.elapsed().as_secs_f64();
         let mut tasks = std::mem::take(&mut self.done);
         tasks.extend(self.threads.iter().map(|(k, m)| summary(*k, m)));
+        // Launched commands end with the agent (as under `timeout`); so does what they left
+        // running when they ended it.
+        self.stop_children(libc::SIGTERM);
         tasks.sort_by_key(|t| t.tid);
         let restore = self.finish();
         observe::sd_notify("STOPPING=1");
@@ -910,23 +923,38 @@ impl Agent {
         }
     }
 
-    /// Sends `signal` to launched commands still running and waits for them (at most
-    /// [`CHILD_GRACE`]).
+    /// Sends `signal` to every process of the launched commands' groups (what a command started
+    /// goes with it, whether or not the command itself is still running) and waits for them; what
+    /// is left after [`CHILD_GRACE`] is killed.
     fn stop_children(&mut self, signal: i32) {
-        for c in &mut self.children {
-            if let Ok(None) = c.try_wait() {
-                // SAFETY: kill has no memory preconditions; the child is not yet reaped, so its
-                // pid cannot have been reused.
-                unsafe { libc::kill(c.id() as i32, signal) };
+        use smtsched_host::procgroup::{group_members, wait_until_gone};
+        let groups: Vec<i32> = self.children.iter().map(|c| c.id() as i32).collect();
+        let signal_all = |signal: i32| {
+            for &g in &groups {
+                // SAFETY: killpg has no memory preconditions; a group whose members are all gone
+                // answers ESRCH.
+                unsafe { libc::killpg(g, signal) };
             }
-        }
+        };
+        signal_all(signal);
         let end = Instant::now() + CHILD_GRACE;
-        while Instant::now() < end
-            && self
-                .children
-                .iter_mut()
-                .any(|c| matches!(c.try_wait(), Ok(None)))
-        {
+        loop {
+            for c in &mut self.children {
+                let _ = c.try_wait();
+            }
+            if groups.iter().all(|&g| group_members(g).is_empty()) {
+                return;
+            }
+            if Instant::now() >= end {
+                signal_all(libc::SIGKILL);
+                for c in &mut self.children {
+                    let _ = c.wait();
+                }
+                for &g in &groups {
+                    wait_until_gone(g, Duration::from_secs(5));
+                }
+                return;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }

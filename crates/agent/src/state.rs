@@ -7,6 +7,7 @@
 use crate::control::{self, Outcome, Settings, Touched};
 use serde::{Deserialize, Serialize};
 use smtsched_host::cgroup::{Cgroup, CpuController};
+use smtsched_host::leftovers::GroupRecord;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -57,6 +58,10 @@ pub struct StateFile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<PathBuf>,
     pub threads: Vec<ThreadRecord>,
+    /// The process groups of the commands it launched: after a SIGKILL of the agent, what is
+    /// left of them is killed by whoever restores.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupRecord>,
 }
 
 /// This agent's state file.
@@ -95,6 +100,7 @@ impl StateStore {
                 cgroup,
                 socket: None,
                 threads: Vec::new(),
+                groups: Vec::new(),
             },
         })
     }
@@ -120,6 +126,9 @@ pub struct RestoreReport {
     pub restored: usize,
     /// Threads that had exited (or whose id now names another thread): left alone.
     pub gone: usize,
+    /// Processes of launched commands' groups still running, killed.
+    #[serde(default)]
+    pub killed: usize,
     pub errors: Vec<String>,
 }
 
@@ -133,6 +142,13 @@ impl std::fmt::Display for RestoreReport {
             self.agent_pid,
             self.gone
         )?;
+        if self.killed > 0 {
+            write!(
+                f,
+                "; killed {} process(es) of its launched commands",
+                self.killed
+            )?;
+        }
         for e in &self.errors {
             write!(f, "; {e}")?;
         }
@@ -166,6 +182,9 @@ pub fn restore(state: &StateFile, file: &Path) -> RestoreReport {
             Ok(Outcome::Gone) => report.gone += 1,
             Err(e) => report.errors.push(e),
         }
+    }
+    for g in &state.groups {
+        report.killed += smtsched_host::leftovers::kill_group(g);
     }
     if let Some(c) = &state.cgroup {
         let own = Cgroup {

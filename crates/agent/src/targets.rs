@@ -105,9 +105,11 @@ pub fn check(targets: &Targets, allow_others: bool) -> Result<()> {
 pub fn launch(l: &Launch) -> Result<(Child, Root)> {
     let exe = smtsched_host::looper::resolve_command(&l.argv)?;
     let mut cmd = Command::new(exe);
-    cmd.args(&l.argv[1..]).stdin(Stdio::null());
+    // A process group of its own, so that what the command starts stops with it (see
+    // `Agent::stop_children`; after a SIGKILL of the agent, `state::restore`).
+    cmd.args(&l.argv[1..]).stdin(Stdio::null()).process_group(0);
     if l.builtin {
-        cmd.stdout(Stdio::piped()).process_group(0);
+        cmd.stdout(Stdio::piped());
     }
     let nice = l.nice;
     let cpus = l.cpus.clone();

@@ -677,6 +677,37 @@ fn bad_input_is_refused_in_one_line_and_nothing_changes() {
         &run(&["--pid", "2147483647"]),
         &["--pid 2147483647", "does not exist"],
     );
+    // A task's CPUs beyond those the agent may use, and a state directory that cannot be one.
+    std::fs::write(
+        d.join("far.toml"),
+        "[[task]]\nworkload = \"pointer-chase\"\ncpus = \"900\"\n",
+    )
+    .unwrap();
+    assert_bad_input(
+        &run(&["--tasks", "far.toml"]),
+        &["far.toml", "task[0].cpus = 900", "not within the CPUs"],
+    );
+    std::fs::write(d.join("a-file"), "").unwrap();
+    for a in [
+        &["agent", "run", "--state-dir", "a-file", "--", "true"][..],
+        &["agent", "restore", "--state-dir", "a-file"],
+    ] {
+        assert_bad_input(&smtsched(d, a), &["--state-dir a-file", "not a directory"]);
+    }
+    assert_bad_input(
+        &smtsched(
+            d,
+            &[
+                "agent",
+                "run",
+                "--state-dir",
+                "no/such/parent",
+                "--",
+                "true",
+            ],
+        ),
+        &["--state-dir no/such/parent"],
+    );
     assert_bad_input(
         &run(&["--cgroup", "/sys/fs/cgroup/cpu/no-such-group"]),
         &[
@@ -1172,4 +1203,79 @@ fn a_second_agent_leaves_the_first_ones_threads_and_launched_commands_die_with_a
         &["agent", "restore", "--state-dir", state.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// What a launched command starts goes with it: at the end of `--duration` (the command's own
+/// background children and a loop that ignores SIGTERM, killed after the grace), and after a
+/// SIGKILL of the agent, by `agent restore`. Each process is found by a marker in its command
+/// line; none may be left running.
+#[test]
+fn a_launched_commands_own_children_stop_with_the_agent() {
+    let _guard = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let state = d.join("state");
+    let state_arg = state.display().to_string();
+    let script = |marker: &str| {
+        // Two background sleeps that outlive the shell's own end, and a loop deaf to SIGTERM.
+        format!(
+            "sh -c 'sleep 300; : {marker}' & sh -c 'sleep 301; : {marker}' & trap '' TERM; \
+             while :; do :; done"
+        )
+    };
+    let gone_soon = |marker: &str| util::gone_within(marker, Duration::from_secs(5));
+
+    let marker = format!("--smtsched-children-{}", std::process::id());
+    let s = script(&marker);
+    let o = smtsched(
+        d,
+        &[
+            "agent",
+            "run",
+            "--duration",
+            "1",
+            "--state-dir",
+            &state_arg,
+            "--",
+            "sh",
+            "-c",
+            &s,
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        gone_soon(&marker),
+        "left running: {:?}",
+        util::with_marker(&marker)
+    );
+    // The loop had a CPU to itself while it was managed: its share is over that time, not the
+    // grace it was given to stop in.
+    let share = stderr(&o)
+        .lines()
+        .filter(|l| l.contains(" sh "))
+        .filter_map(|l| l.split_whitespace().last()?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    assert!(share > 0.5, "cpu share {share}\n{}", stderr(&o));
+
+    let marker = format!("--smtsched-killed-{}", std::process::id());
+    let s = script(&marker);
+    let mut agent = start_agent(d, &["--state-dir", &state_arg, "--", "sh", "-c", &s]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while util::with_marker(&marker).len() < 3 {
+        assert!(Instant::now() < deadline, "the sleeps did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&agent, libc::SIGKILL);
+    // Reaped, not read: the loop that outlives the agent still holds its output pipes.
+    agent.wait().unwrap();
+    let o = smtsched(d, &["agent", "restore", "--state-dir", &state_arg]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("killed"), "{}", stdout(&o));
+    finish(agent);
+    assert!(
+        gone_soon(&marker),
+        "left running: {:?}",
+        util::with_marker(&marker)
+    );
+    assert!(state_files(&state).is_empty());
 }

@@ -192,6 +192,25 @@ fn bad_task_sets_are_refused_before_anything_runs() {
         &smtsched(d, &["measure", "sched", "fork.toml"]),
         &["fork.toml", "task[0].fork"],
     );
+    // What the real run could not match: a workload the simulator does not know, copies (one
+    // real loop runs per task), two tasks of one name (rows are found by name).
+    for (text, says) in [
+        ("[[task]]\nworkload = \"gzipx\"\n", "task[0].workload"),
+        (
+            "[[task]]\nworkload = \"gzip-like\"\ncopies = 3\n",
+            "task[0].copies = 3",
+        ),
+        (
+            "[[task]]\nworkload = \"gzip-like\"\n[[task]]\nworkload = \"gzip-like\"\n",
+            "task[1]: the name \"gzip-like\"",
+        ),
+    ] {
+        std::fs::write(d.join("odd.toml"), text).unwrap();
+        assert_bad_input(
+            &smtsched(d, &["measure", "sched", "odd.toml"]),
+            &["odd.toml", says],
+        );
+    }
     std::fs::write(
         d.join("cpu.toml"),
         "[[task]]\nworkload = \"gzip-like\"\ncpus = \"900\"\n",
@@ -208,6 +227,19 @@ fn bad_task_sets_are_refused_before_anything_runs() {
     assert_bad_input(
         &smtsched(d, &["measure", "sched", "cpu.toml", "--duration", "0"]),
         &["--duration"],
+    );
+    // A window of a few time slices measures slices, not shares.
+    std::fs::write(
+        d.join("one-task.toml"),
+        "[[task]]\nworkload = \"gzip-like\"\n",
+    )
+    .unwrap();
+    assert_bad_input(
+        &smtsched(
+            d,
+            &["measure", "sched", "one-task.toml", "--duration", "0.01"],
+        ),
+        &["--duration 0.01", "at least 0.1 s"],
     );
     // Times a timer cannot hold, or a simulation would take days over.
     std::fs::write(

@@ -191,21 +191,11 @@ pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
             continue;
         }
         for g in &state.groups {
-            // Members started no earlier than the leader belong to it; an older process
-            // with the same group id is someone else's.
-            let members: Vec<i32> = group_members(g.pgid)
-                .into_iter()
-                .filter(|&p| start_time(p).is_some_and(|t| t >= g.leader_start_time))
-                .collect();
-            for &p in &members {
-                unsafe { libc::kill(p, libc::SIGKILL) };
-            }
-            if !members.is_empty() {
+            let killed = kill_group(g);
+            if killed > 0 {
                 done.push(format!(
-                    "killed {} process(es) of the {} left by process {}",
-                    members.len(),
-                    g.what,
-                    state.harness_pid
+                    "killed {killed} process(es) of the {} left by process {}",
+                    g.what, state.harness_pid
                 ));
             }
         }
@@ -232,6 +222,21 @@ pub fn clean_up_after_dead(dir: &Path) -> Vec<String> {
         let _ = std::fs::remove_file(e.path());
     }
     done
+}
+
+/// Kills what is left of a recorded process group; returns how many processes. Members started
+/// no earlier than the leader belong to it; an older process with the same group id is someone
+/// else's.
+pub fn kill_group(g: &GroupRecord) -> usize {
+    let members: Vec<i32> = group_members(g.pgid)
+        .into_iter()
+        .filter(|&p| start_time(p).is_some_and(|t| t >= g.leader_start_time))
+        .collect();
+    for &p in &members {
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(p, libc::SIGKILL) };
+    }
+    members.len()
 }
 
 /// Only a directory of ours under the temporary directory is removed, whatever a state file

@@ -2,6 +2,7 @@
 //! before it starts; then the agent's run and its report.
 
 use super::super::inputs::linear_model;
+use super::super::output::check_output_dir;
 use super::super::plan::Plan;
 use super::super::{check_outputs, check_time};
 use super::{agent_error, Label, RunArgs, Weights};
@@ -56,6 +57,9 @@ impl Plan for AgentPlan {
             .build(&PolicyInputs::default())
             .map_err(|e| bad_input(format!("--policy {}: {e}", a.policy)))?;
         check_outputs([a.log.as_deref()])?;
+        if let Some(dir) = &a.state_dir {
+            check_output_dir(dir, "--state-dir")?;
+        }
         if let Some(sock) = &a.socket {
             check_outputs([Some(sock.as_path())])
                 .map_err(|e| bad_input(format!("--socket: {e}")))?;
@@ -260,6 +264,15 @@ fn launches_of(file: &Path, exe: &Path) -> Result<Vec<Launch>> {
             .map(CpuSet::parse)
             .transpose()
             .map_err(|e| bad_input(format!("{}: task[{i}].cpus: {e}", file.display())))?;
+        // A task may run only where the agent itself may: the kernel refuses any other mask.
+        if let (Some(c), Ok(allowed)) = (&cpus, smtsched_host::affinity::get_affinity(0)) {
+            if !c.is_subset(&allowed) {
+                return Err(bad_input(format!(
+                    "{}: task[{i}].cpus = {c}: not within the CPUs this agent may use ({allowed})",
+                    file.display()
+                )));
+            }
+        }
         let (argv, builtin) = match &t.command {
             Some(argv) if argv.is_empty() => {
                 return Err(bad_input(format!(

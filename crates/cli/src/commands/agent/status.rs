@@ -107,6 +107,13 @@ pub(super) fn restore(a: RestoreArgs) -> Result<()> {
         .state_dir
         .clone()
         .unwrap_or_else(smtsched_agent::state::default_dir);
+    // Absent: no agent ever kept state there. Something else: a mistyped path.
+    if dir.exists() && !dir.is_dir() {
+        return Err(bad_input(format!(
+            "--state-dir {}: not a directory",
+            dir.display()
+        )));
+    }
     let reports = smtsched_agent::state::restore_stale(&dir);
     if reports.is_empty() {
         println!("nothing to restore in {}", dir.display());

@@ -145,8 +145,25 @@ fn saved_run(path: &std::path::Path, set: &TaskSetSpec, cpus: &CpuSet) -> Result
 
 /// The real tasks of a task set (refusing what the real run cannot do).
 fn real_tasks(set: &TaskSetSpec, cpus: &CpuSet, file: &str) -> Result<Vec<RealTask>> {
-    let mut out = Vec::new();
+    let mut out: Vec<RealTask> = Vec::new();
     for (i, t) in set.tasks.iter().enumerate() {
+        // The simulator runs the workload named: a mistyped one is refused as `run` refuses it.
+        super::super::workload(&t.workload)
+            .map_err(|e| bad_input(format!("{file}: task[{i}].workload: {e}")))?;
+        if t.copies != 1 {
+            return Err(bad_input(format!(
+                "{file}: task[{i}].copies = {}: measure sched runs one real loop per task \
+                 (write a task per copy); copies are simulated only",
+                t.copies
+            )));
+        }
+        if out.iter().any(|r| r.name == t.display_name()) {
+            return Err(bad_input(format!(
+                "{file}: task[{i}]: the name {:?} is another task's too (each row of the \
+                 comparison and of a --replay is found by its name)",
+                t.display_name()
+            )));
+        }
         if t.fork.is_some() {
             return Err(bad_input(format!(
                 "{file}: task[{i}].fork: measure sched runs busy and compute/sleep loops; fork families are simulated only"
@@ -259,8 +276,20 @@ impl Plan for SchedPlan {
 }
 
 /// The durations are positive (the warm-up may be zero) and the counts at least 1.
+/// The shortest real window measured: the kernel shares a CPU in slices of a few milliseconds
+/// (EEVDF's base slice is 3 ms, CFS's minimum granularity 0.75-3 ms), so a shorter window would
+/// measure which slice ran, not the shares.
+const MIN_REAL_WINDOW_S: f64 = 0.1;
+
 fn check_times(a: &SchedArgs) -> Result<()> {
     check_time("--duration", a.duration, false, MAX_REAL_SECONDS, "seconds")?;
+    if a.duration < MIN_REAL_WINDOW_S {
+        return Err(bad_input(format!(
+            "--duration {}: at least {MIN_REAL_WINDOW_S} s, so that the window holds many of the \
+             kernel's time slices (milliseconds each) and measures shares",
+            a.duration
+        )));
+    }
     check_time("--warmup", a.warmup, true, MAX_REAL_SECONDS, "seconds")?;
     check_time(
         "--sim-duration",
