@@ -65,6 +65,7 @@ fn touched_record(pid: i32, start_time: u64, original: Settings, touched: Touche
         agent_start_time: 0,
         cgroup: None,
         socket: None,
+        groups: Vec::new(),
         threads: vec![ThreadRecord {
             pid,
             tid: pid,
@@ -175,5 +176,50 @@ fn a_thread_that_exited_is_gone_not_an_error() {
         control::set_affinity(pid, &online()),
         Ok(Outcome::Gone),
         "ESRCH is an outcome"
+    );
+}
+
+/// A launched command's process group outlives a killed agent only until the restore: every
+/// member started no earlier than its leader is killed, the leader's children included; a record
+/// whose leader started later than the group's processes (a reused group id) touches nothing.
+#[test]
+fn what_is_left_of_a_launched_commands_group_is_killed() {
+    use std::os::unix::process::CommandExt;
+    let mut leader = Command::new("sh")
+        .args(["-c", "sleep 30 & sleep 30 & wait"])
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let pgid = leader.id() as i32;
+    let members = || smtsched_host::procgroup::group_members(pgid);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while members().len() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the group did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let started: u64 = stat_fields(pgid)[22 - 3].parse().unwrap();
+    let mut state = touched_record(i32::MAX, 0, settings_now(pgid), Touched::default());
+    state.groups = vec![smtsched_host::leftovers::GroupRecord {
+        what: "launched command".into(),
+        pgid,
+        leader_start_time: started + 1_000_000,
+    }];
+    let report = restore(&state, std::path::Path::new("state.json"));
+    assert_eq!(
+        (report.killed, members().len()),
+        (0, 3),
+        "a later leader's record"
+    );
+    state.groups[0].leader_start_time = started;
+    let report = restore(&state, std::path::Path::new("state.json"));
+    assert_eq!(report.killed, 3);
+    leader.wait().unwrap();
+    assert!(
+        smtsched_host::procgroup::wait_until_gone(pgid, std::time::Duration::from_secs(5)),
+        "left running: {:?}",
+        members()
     );
 }

@@ -381,9 +381,20 @@ pub fn run(cfg: &SchedRunConfig, stop: &Shutdown) -> Result<SchedRunResult> {
             }
         })
         .collect();
+    // Disturbance is what others took of the CPUs the tasks may use: a busy process on a CPU
+    // none of them may run on takes nothing from them.
+    let used = cfg
+        .tasks
+        .iter()
+        .map(|t| {
+            t.cpus
+                .as_ref()
+                .map_or(cfg.cpus.clone(), |m| m.intersection(&cfg.cpus))
+        })
+        .fold(CpuSet::new(), |all, m| all.union(&m));
     let (busy_s, steal_s) = ticks_after
         .iter()
-        .filter(|(c, _, _)| cfg.cpus.contains(*c))
+        .filter(|(c, _, _)| used.contains(*c))
         .map(|&(c, busy, steal)| {
             let (b0, s0) = ticks_before
                 .iter()
@@ -393,7 +404,7 @@ pub fn run(cfg: &SchedRunConfig, stop: &Shutdown) -> Result<SchedRunResult> {
         })
         .fold((0u64, 0u64), |a, x| (a.0 + x.0, a.1 + x.1));
     let hz = clock_ticks();
-    let capacity_s = wall_ns as f64 * 1e-9 * cfg.cpus.len() as f64;
+    let capacity_s = wall_ns as f64 * 1e-9 * used.len().max(1) as f64;
     let ours_s: f64 = shares.iter().map(|s| s.cpu_ns as f64 * 1e-9).sum();
     let steal_fraction = steal_s as f64 / hz / capacity_s;
     // Busy ticks count our tasks too; tick sampling makes the difference rough, never below 0.
@@ -403,7 +414,7 @@ pub fn run(cfg: &SchedRunConfig, stop: &Shutdown) -> Result<SchedRunResult> {
             "the machine was disturbed: the hypervisor stole {:.1}% and other processes used {:.1}% of CPUs {} (more than {:.0}%)",
             steal_fraction * 100.0,
             others_fraction * 100.0,
-            cfg.cpus,
+            used,
             DISTURBED_FRACTION * 100.0
         )
     });
