@@ -418,6 +418,23 @@ fn no_output_replaces_a_file_the_command_reads() {
             "gz.toml",
         ),
         (vec!["reproduce", "exp.toml", "-o", "nw.toml"], "nw.toml"),
+        // The program traced and a file it reads are inputs too.
+        (
+            vec!["trace", "record", "-o", "gz.toml", "--", "cat", "gz.toml"],
+            "gz.toml",
+        ),
+        (
+            vec![
+                "trace",
+                "crosscheck",
+                "--keep",
+                "t.smtt",
+                "--",
+                "cat",
+                "t.smtt",
+            ],
+            "t.smtt",
+        ),
     ];
     for (args, file) in cases {
         let o = smtsched(d, &args);

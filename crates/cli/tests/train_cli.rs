@@ -449,6 +449,39 @@ fn bad_input_is_one_line_and_exit_2() {
             "missing column(s) background, thread, cycles, instructions",
         ],
     );
+    // An output is never one of the inputs, a workload is not paired with itself, a name
+    // must be one a header can show, and the trees' and ablation's numbers are in range.
+    let o = smtsched(
+        d,
+        &["train", "windows", "--samples", "s.csv", "-o", "s.csv"],
+    );
+    assert_bad_input(&o, &["s.csv: would replace this command's input s.csv"]);
+    assert_eq!(
+        std::fs::read_to_string(d.join("s.csv")).unwrap(),
+        "subject,run\n"
+    );
+    let o = smtsched(d, &["train", "windows", "-w", "gzip-like,gzip-like"]);
+    assert_bad_input(&o, &["--workloads", "gzip-like is named twice"]);
+    for name in ["", "a\nb"] {
+        let o = smtsched(d, &["train", "fit", "cols.csv", "--name", name]);
+        assert_bad_input(&o, &["--name", "visible name"]);
+    }
+    for flag in ["--trees", "--depth", "--min-leaf"] {
+        let o = smtsched(d, &["train", "compare", "cols.csv", "cols.csv", flag, "0"]);
+        assert_bad_input(&o, &[&format!("{flag} 0: must be at least 1")]);
+    }
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/northwood.toml");
+    let ablation = |extra: &[&str]| {
+        let mut a = vec!["train", "ablation", "--estimator", model];
+        a.extend_from_slice(extra);
+        smtsched(d, &a)
+    };
+    for value in ["0", "nan", "inf"] {
+        assert_bad_input(&ablation(&["--duration", value]), &["--duration"]);
+    }
+    assert_bad_input(&ablation(&["--experiments", ""]), &["names no experiment"]);
+    let twice = ablation(&["--experiments", "thesis-set-a,thesis-set-a"]);
+    assert_bad_input(&twice, &["thesis-set-a is named twice"]);
     // Nothing was written by the failures.
     assert!(!d.join("x.csv").exists());
 }

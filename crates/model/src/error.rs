@@ -65,7 +65,7 @@ impl ModelError {
     /// A description's `name` as tables, headers and files show it: not empty, and one line of
     /// visible text (no control character).
     pub(crate) fn check_name(origin: &Origin, name: &str) -> Result<(), Self> {
-        if name.trim().is_empty() || name.chars().any(char::is_control) {
+        if !crate::is_visible_name(name) {
             return Err(ModelError::invalid(
                 origin,
                 "name",

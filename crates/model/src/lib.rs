@@ -30,6 +30,12 @@ pub use machine::*;
 pub use matrix::{PairRecord, Placement, PrMatrix, SoloRecord, PR_MATRIX_FORMAT};
 pub use workload::*;
 
+/// Whether `name` can head a table, a header line or a file's `name` field: not empty and one
+/// line of visible text (no control character).
+pub fn is_visible_name(name: &str) -> bool {
+    !name.trim().is_empty() && !name.chars().any(char::is_control)
+}
+
 /// The first item of `items` equal to an earlier one, with its index (a list that names
 /// something twice: workloads of a matrix, experiments of a run).
 pub fn first_repeat<T: PartialEq>(items: &[T]) -> Option<(usize, &T)> {

@@ -183,6 +183,7 @@ impl Plan for TracePlan {
                 json,
                 command,
             } => {
+                note_command_files(&command)?;
                 check_outputs([Some(output.as_path())])?;
                 let output_of_program = if quiet {
                     ProgramOutput::Null
@@ -235,6 +236,7 @@ impl Plan for TracePlan {
                 command,
             } => {
                 let caches = CacheConfig { i1, d1, ll };
+                note_command_files(&command)?;
                 check_outputs([keep.as_deref()])?;
                 TracePlan::Crosscheck(crosscheck::CrosscheckPlan {
                     machine: cachegrind_machine(&caches)?,
@@ -284,4 +286,13 @@ pub(super) fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> 
         let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&flag));
     }
     flag
+}
+
+/// Notes the program a command runs and every argument that names a file as the command's
+/// inputs: the trace must not replace the program traced or a file it reads (`trace record -o
+/// data.txt -- cat data.txt`). An argument that is not a file (an option, a word) is no input.
+fn note_command_files(command: &[String]) -> Result<()> {
+    let program = smtsched_host::looper::resolve_command(command).ok();
+    let args = command.iter().skip(1).map(std::path::Path::new);
+    super::output::note_inputs(program.as_deref().into_iter().chain(args))
 }

@@ -36,6 +36,14 @@ impl ProfilePlan {
         };
         check_outputs([Some(output.as_path())])?;
         check_inputs_kept(&[&file], [Some(output.as_path())])?;
+        if let Some(n) = name
+            .as_ref()
+            .filter(|n| !smtsched_model::is_visible_name(n))
+        {
+            return Err(crate::errors::bad_input(format!(
+                "--name {n:?}: must be a visible name (not empty, no control characters)"
+            )));
+        }
         let name = name.unwrap_or_else(|| {
             output
                 .file_stem()

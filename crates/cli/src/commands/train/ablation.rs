@@ -2,9 +2,11 @@
 //! experiments with the shipped model, a trained one and the perfect estimate.
 
 use super::super::plan::Plan;
-use super::super::{check_outputs, json_out, out, write_file, Bars};
+use super::super::MAX_SIMULATED_SECONDS;
+use super::super::{check_outputs, check_time, json_out, out, write_file, Bars};
 use super::fit::load_model;
-use anyhow::Result;
+use crate::errors::bad_input;
+use anyhow::{Context, Result};
 use clap::Args;
 use smtsched_experiments::experiment::{load_experiment, Experiment};
 use smtsched_experiments::run::ablation::AblationRow;
@@ -59,24 +61,48 @@ impl Plan for AblationPlan {
 
     fn from_args(a: AblationArgs) -> Result<Self> {
         check_outputs([a.output.as_deref()])?;
+        if let Some(d) = a.duration {
+            check_time("--duration", d, false, MAX_SIMULATED_SECONDS, "seconds")?;
+        }
         let trained = load_model(&a.model)?;
-        let experiments = a
+        let names: Vec<&str> = a
             .experiments
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .map(load_experiment)
+            .collect();
+        if names.is_empty() {
+            return Err(bad_input(format!(
+                "--experiments {:?}: names no experiment",
+                a.experiments
+            )));
+        }
+        if let Some((_, twice)) = smtsched_model::first_repeat(&names) {
+            return Err(bad_input(format!(
+                "--experiments {:?}: {twice} is named twice",
+                a.experiments
+            )));
+        }
+        let experiments: Vec<Experiment> = names
+            .iter()
+            .map(|n| load_experiment(n))
             .collect::<Result<_, _>>()?;
+        let options = RunOptions {
+            seed: a.seed,
+            duration_s: a.duration,
+            repetitions: a.repetitions,
+            ..RunOptions::default()
+        };
+        // What a run would find wrong only when it reached it (a duration shorter than the
+        // staggered start, say) is refused now.
+        for (e, name) in experiments.iter().zip(&names) {
+            smtsched_experiments::run::check(e, &options).with_context(|| name.to_string())?;
+        }
         Ok(AblationPlan {
             trained,
             spec: a.model,
             experiments,
-            options: RunOptions {
-                seed: a.seed,
-                duration_s: a.duration,
-                repetitions: a.repetitions,
-                ..RunOptions::default()
-            },
+            options,
             output: a.output,
             json: a.json,
         })

@@ -115,6 +115,15 @@ impl Plan for FitPlan {
     fn from_args(a: FitArgs) -> Result<Self> {
         check_outputs([a.output.as_deref()])?;
         check_inputs_kept(&[&a.windows], [a.output.as_deref()])?;
+        if let Some(n) = a
+            .name
+            .as_ref()
+            .filter(|n| !smtsched_model::is_visible_name(n))
+        {
+            return Err(bad_input(format!(
+                "--name {n:?}: must be a visible name (not empty, no control characters)"
+            )));
+        }
         let set = read_windows(&a.windows)?;
         let machine = set.meta("machine").unwrap_or("unknown").to_string();
         Ok(FitPlan {
@@ -334,6 +343,15 @@ impl Plan for ComparePlan {
     type Args = CompareArgs;
 
     fn from_args(a: CompareArgs) -> Result<Self> {
+        for (flag, n) in [
+            ("--trees", a.trees),
+            ("--depth", a.depth),
+            ("--min-leaf", a.min_leaf),
+        ] {
+            if n == 0 {
+                return Err(bad_input(format!("{flag} 0: must be at least 1")));
+            }
+        }
         let train = (read_windows(&a.train)?, a.train.display().to_string());
         let test = (read_windows(&a.test)?, a.test.display().to_string());
         if let Some(dir) = &a.svg_dir {

@@ -89,7 +89,10 @@ impl Plan for WindowsPlan {
     fn from_args(a: WindowsArgs) -> Result<Self> {
         check_outputs([a.output.as_deref()])?;
         let source = match &a.samples {
-            Some(path) => sampled(path, a.windows)?,
+            Some(path) => {
+                super::super::output::note_inputs([path.as_path()])?;
+                sampled(path, a.windows)?
+            }
             None => simulated(&a)?,
         };
         Ok(WindowsPlan {
@@ -150,6 +153,14 @@ fn simulated(a: &WindowsArgs) -> Result<Source> {
     if names.len() < 2 {
         return Err(bad_input(format!(
             "--workloads {:?}: pairs need at least two workloads",
+            a.workloads
+        )));
+    }
+    // Pairs are of distinct workloads, each ordered pair once: a name given twice would repeat
+    // every window of its pairs.
+    if let Some((_, twice)) = smtsched_model::first_repeat(&names) {
+        return Err(bad_input(format!(
+            "--workloads {:?}: {twice} is named twice",
             a.workloads
         )));
     }
