@@ -39,6 +39,16 @@ pub(crate) fn workload(name: &str) -> Result<Box<dyn Workload>> {
     Ok(Box::new(w))
 }
 
+/// `--name`, if given, as headers and files can show it (the rule a description's `name` obeys).
+pub(crate) fn check_name_flag(name: Option<&String>) -> Result<()> {
+    match name.filter(|n| !smtsched_model::is_visible_name(n)) {
+        Some(n) => Err(bad_input(format!(
+            "--name {n:?}: must be a visible name (not empty, no control characters)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Notes `name` as an input file of the command unless it names a preset (which a loader looks
 /// up first): an output may not replace it.
 pub(crate) fn note_named_file(name: &str, presets: &[Preset]) -> Result<()> {

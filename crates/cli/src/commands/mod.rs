@@ -30,8 +30,8 @@ use crate::args::Command;
 use anyhow::Result;
 
 pub(crate) use inputs::{
-    check_time, estimator, machine, note_named_file, protocol, refs, thread_cpus, window_text,
-    workload, workload_names, workloads, MAX_REAL_SECONDS, MAX_SIMULATED_SECONDS,
+    check_name_flag, check_time, estimator, machine, note_named_file, protocol, refs, thread_cpus,
+    window_text, workload, workload_names, workloads, MAX_REAL_SECONDS, MAX_SIMULATED_SECONDS,
 };
 pub(crate) use output::{
     check_inputs_kept, check_outputs, json_out, out, write_file, write_files, write_files_then,

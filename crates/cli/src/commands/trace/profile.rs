@@ -1,7 +1,8 @@
 //! `trace profile`: a synthetic workload profile derived from a trace, and how closely its miss
 //! ratios follow the trace's.
 
-use super::super::{check_inputs_kept, check_outputs, json_out, note_named_file, out, write_file};
+use super::super::{check_inputs_kept, check_name_flag, check_outputs, json_out, note_named_file};
+use super::super::{out, write_file};
 use anyhow::Result;
 use smtsched_report::Table;
 use smtsched_trace::replay::ReplayTiming;
@@ -36,14 +37,7 @@ impl ProfilePlan {
         };
         check_outputs([Some(output.as_path())])?;
         check_inputs_kept(&[&file], [Some(output.as_path())])?;
-        if let Some(n) = name
-            .as_ref()
-            .filter(|n| !smtsched_model::is_visible_name(n))
-        {
-            return Err(crate::errors::bad_input(format!(
-                "--name {n:?}: must be a visible name (not empty, no control characters)"
-            )));
-        }
+        check_name_flag(name.as_ref())?;
         let name = name.unwrap_or_else(|| {
             output
                 .file_stem()

@@ -4,7 +4,7 @@
 use super::super::inputs::estimator;
 use super::super::output::{check_output_dir, make_output_dir};
 use super::super::plan::Plan;
-use super::super::{check_inputs_kept, check_outputs, json_out, out, write_file};
+use super::super::{check_inputs_kept, check_name_flag, check_outputs, json_out, out, write_file};
 use crate::errors::bad_input;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -115,15 +115,7 @@ impl Plan for FitPlan {
     fn from_args(a: FitArgs) -> Result<Self> {
         check_outputs([a.output.as_deref()])?;
         check_inputs_kept(&[&a.windows], [a.output.as_deref()])?;
-        if let Some(n) = a
-            .name
-            .as_ref()
-            .filter(|n| !smtsched_model::is_visible_name(n))
-        {
-            return Err(bad_input(format!(
-                "--name {n:?}: must be a visible name (not empty, no control characters)"
-            )));
-        }
+        check_name_flag(a.name.as_ref())?;
         let set = read_windows(&a.windows)?;
         let machine = set.meta("machine").unwrap_or("unknown").to_string();
         Ok(FitPlan {
